@@ -1,0 +1,122 @@
+"""lazycv: unchanged cv2.cuda code, recorded lazily and run as fused Numba kernels.
+
+    import cv2, lazycv
+    lazycv.enable()            # or: with lazycv.enabled(): ...
+    ... ordinary cv2.cuda code ...
+"""
+import contextlib
+
+from . import ops as _ops  # noqa: F401  (registers every op and cv2.cuda function)
+from . import runtime as _runtime
+from .facade import Event, GpuMat, Stream  # noqa: F401
+from .facade import patch as _patch
+from .runtime import STATE as _STATE
+
+__version__ = "0.1.0"
+RESIZE_MAPPINGS = ("opencv-cpu", "opencv-cuda")
+__all__ = ["enable", "disable", "enabled", "is_enabled", "backend", "materialize", "stats",
+           "reset_stats", "explain", "GpuMat", "Stream", "Event"]
+
+
+def _configure(backend, fuse, resize_mapping):
+    if resize_mapping not in RESIZE_MAPPINGS:
+        raise ValueError(f"lazycv: resize_mapping must be one of {RESIZE_MAPPINGS}, got {resize_mapping!r}")
+    _runtime.flush()                    # pending work runs under the settings it was recorded with
+    _runtime.select_backend(backend)
+    _STATE.fuse = bool(fuse)
+    _STATE.resize_mapping = resize_mapping
+
+
+def enable(backend=None, fuse=True, resize_mapping="opencv-cpu"):
+    """Install lazycv as cv2.cuda. backend: None (auto: "cuda" when a GPU is usable, else
+    "cpu"), "cuda", "cpu" or "cuda-sim". fuse=False runs one kernel per op (eager), with the
+    same numerics. Calling it again only changes the settings."""
+    with _STATE.lock:
+        _configure(backend, fuse, resize_mapping)
+        if not _STATE.enabled:
+            _patch.install()
+            _STATE.enabled = True
+
+
+def disable():
+    """Compute pending work and restore cv2 exactly as it was before enable()."""
+    with _STATE.lock:
+        _runtime.flush()
+        while _patch.depth():
+            _patch.uninstall()
+        _STATE.enabled = False
+
+
+@contextlib.contextmanager
+def enabled(backend=None, fuse=True, resize_mapping="opencv-cpu"):
+    """Context manager form of enable(); nests, and restores the previous state on exit, also
+    when the block raises."""
+    with _STATE.lock:
+        prev = (_STATE.enabled, _STATE.backend_name, _STATE.fuse, _STATE.resize_mapping)
+        enable(backend, fuse, resize_mapping)
+    try:
+        yield
+    finally:
+        with _STATE.lock:
+            was_enabled, name, fuse_, mapping = prev
+            if was_enabled:
+                _configure(name, fuse_, mapping)
+            else:
+                disable()
+                _configure(name, fuse_, mapping) if name else None
+
+
+def is_enabled():
+    return _STATE.enabled
+
+
+def backend():
+    """The active backend's name: "cuda", "cpu" or "cuda-sim"."""
+    _runtime.backend()
+    return _STATE.backend_name
+
+
+def materialize(*mats):
+    """Compute these pending results now (planned together, with every other pending sink)."""
+    with _STATE.lock:
+        flat = []
+        for m in mats:
+            flat.extend(m if isinstance(m, (list, tuple)) else [m])
+        pend = [m for m in flat if isinstance(m, GpuMat) and m._node is not None]
+        if pend:
+            _runtime.flush(pend)
+    return mats[0] if len(mats) == 1 else mats
+
+
+def stats():
+    """Counters since the last reset_stats(): kernels_launched, ops_recorded, ops_fused,
+    compiles, cache_hits, fallbacks, bytes_h2d, bytes_d2h, flushes."""
+    return dict(_STATE.stats)
+
+
+def reset_stats():
+    for k in _STATE.stats:
+        _STATE.stats[k] = 0
+
+
+def explain(*mats, format="text"):
+    """The kernels that computing these pending results would launch (nothing runs)."""
+    from . import planner
+    from .explain import explain_dot, explain_plan
+    with _STATE.lock:
+        flat = []
+        for m in mats:
+            flat.extend(m if isinstance(m, (list, tuple)) else [m])
+        pend = [m for m in flat if m._node is not None]
+        values, names = [], {}
+        for i, m in enumerate(flat):
+            if m._node is not None:
+                names.setdefault(id(m._node), f"result {i}")
+                if all(v is not m._node for v in values):
+                    values.append(m._node)
+        kernels = planner.plan(values, _STATE.fuse) if pend else []
+        if format == "dot":
+            return explain_dot(kernels)
+        if format != "text":
+            raise ValueError("lazycv.explain: format must be 'text' or 'dot'")
+        return explain_plan(kernels, names)

@@ -1,0 +1,18 @@
+"""What the runtime needs from a backend, and the pieces the backends share."""
+import os
+import sys
+
+
+class Backend:
+    name = None
+    is_device = False
+
+    def debug_source(self, module_name, source):
+        """LAZYCV_DEBUG=2 prints every generated kernel once."""
+        if os.environ.get("LAZYCV_DEBUG", "0") >= "2":
+            print(f"[lazycv] kernel {module_name} ({self.name}):\n{source}", file=sys.stderr)
+
+    @staticmethod
+    def indent(lines, n):
+        pad = " " * n
+        return "\n".join(pad + ln for ln in lines)

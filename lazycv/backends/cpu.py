@@ -1,0 +1,82 @@
+"""CPU backend: generated kernels become ``numba.njit(nogil=True)`` loops over a band of rows,
+run on a small thread pool (one band per core).
+
+Why not ``parallel=True``: Numba's parfor pass doubles compile time, and its threading layer
+spin-waits after each call, slowing the user's other OpenCV/numpy work; a nogil kernel on
+Python threads has neither cost.
+
+"Device" memory is ordinary numpy memory here, so upload/download are host copies; the
+backend presents one virtual CUDA device so code that checks for CUDA takes its CUDA path.
+"""
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .base import Backend
+
+_FRAME = '''import math
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def kernel(Y0, Y1, {params}):
+    for y in range(Y0, Y1):
+        for x in range(W):
+{body}
+'''
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+    is_device = False
+
+    def kernel_frame(self, params, lines):
+        return _FRAME.format(params=", ".join(params), body=self.indent(lines, 12))
+
+    def alloc(self, rows, row_elems, dtype):
+        return np.empty((rows, row_elems), dtype)
+
+    MIN_ROWS_PER_BAND = 16
+    MIN_PIXELS_TO_SPLIT = 1 << 15
+
+    def __init__(self):
+        self.threads = max(1, int(os.environ.get("LAZYCV_CPU_THREADS", 0)) or (os.cpu_count() or 1))
+        self._pool = None
+
+    def launch(self, compiled, H, W, args, stream=None):
+        fn = compiled.fn
+        bands = min(self.threads, max(1, H // self.MIN_ROWS_PER_BAND))
+        if bands == 1 or H * W < self.MIN_PIXELS_TO_SPLIT:
+            fn(0, H, H, W, *args)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="lazycv-cpu")
+        step = (H + bands - 1) // bands
+        futs = [self._pool.submit(fn, y, min(y + step, H), H, W, *args) for y in range(step, H, step)]
+        fn(0, min(step, H), H, W, *args)
+        for f in futs:
+            f.result()
+
+    def upload(self, buf, y0, c0, arr2d, stream=None):
+        """Copy host rows into buf[y0:, c0:] (element columns). Always possible here."""
+        buf[y0:y0 + arr2d.shape[0], c0:c0 + arr2d.shape[1]] = arr2d
+        return True
+
+    def download(self, buf, y0, c0, rows, ncols, out2d, stream=None):
+        out2d[...] = buf[y0:y0 + rows, c0:c0 + ncols]
+        return True
+
+    def to_host_view(self, buf):
+        return buf
+
+    def synchronize(self, stream=None):
+        pass
+
+    def pointer(self, buf):
+        return buf.ctypes.data
+
+    def from_foreign(self, obj):
+        """A 2-D view of host memory described by __array_interface__/ndarray."""
+        return np.asarray(obj)

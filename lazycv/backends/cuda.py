@@ -1,0 +1,93 @@
+"""CUDA backend (and the simulator): generated kernels become ``numba.cuda.jit`` kernels with
+one thread per output pixel."""
+import os
+
+import numpy as np
+
+from .base import Backend
+
+_FRAME = '''import math
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit({opts})
+def kernel({params}):
+    x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if x < W and y < H:
+{body}
+'''
+
+BLOCK = (32, 8)
+
+
+class CudaBackend(Backend):
+    is_device = True
+
+    def __init__(self, simulator=False):
+        if simulator:
+            if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+                import sys
+                if "numba.cuda" in sys.modules:
+                    raise RuntimeError(
+                        "lazycv: backend 'cuda-sim' needs NUMBA_ENABLE_CUDASIM=1 set before numba.cuda "
+                        "is imported; set it in the environment of the process")
+                os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+        from numba import cuda
+        self.cuda = cuda
+        self.simulator = simulator
+        self.name = "cuda-sim" if simulator else "cuda"
+
+    def kernel_frame(self, params, lines):
+        opts = "" if self.simulator else "cache=True"
+        return _FRAME.format(opts=opts, params=", ".join(params), body=self.indent(lines, 8))
+
+    def alloc(self, rows, row_elems, dtype):
+        return self.cuda.device_array((rows, row_elems), dtype)
+
+    def launch(self, compiled, H, W, args, stream=None):
+        bx, by = BLOCK
+        grid = ((W + bx - 1) // bx, (H + by - 1) // by)
+        if stream is None:
+            compiled.fn[grid, BLOCK](H, W, *args)
+        else:
+            compiled.fn[grid, BLOCK, stream](H, W, *args)
+
+    @staticmethod
+    def _full_rows(buf, c0, ncols):
+        return c0 == 0 and ncols == buf.shape[1]
+
+    def upload(self, buf, y0, c0, arr2d, stream=None):
+        """Direct copy when the region is whole rows; otherwise the runtime stages it."""
+        if not self._full_rows(buf, c0, arr2d.shape[1]):
+            return False
+        dst = buf[y0:y0 + arr2d.shape[0]]
+        if stream is None:
+            dst.copy_to_device(np.ascontiguousarray(arr2d))
+        else:
+            dst.copy_to_device(np.ascontiguousarray(arr2d), stream=stream)
+        return True
+
+    def download(self, buf, y0, c0, rows, ncols, out2d, stream=None):
+        if not self._full_rows(buf, c0, ncols):
+            return False
+        src = buf[y0:y0 + rows]
+        if stream is None:
+            src.copy_to_host(out2d)
+        else:
+            src.copy_to_host(out2d, stream=stream)
+        return True
+
+    def synchronize(self, stream=None):
+        if stream is None:
+            self.cuda.synchronize()
+        else:
+            stream.synchronize()
+
+    def pointer(self, buf):
+        return buf.device_ctypes_pointer.value or 0
+
+    def from_foreign(self, obj):
+        """Wrap memory that exposes __cuda_array_interface__ without copying."""
+        return self.cuda.as_cuda_array(obj)

@@ -1,0 +1,568 @@
+"""``cv2.cuda.GpuMat``: a lazy handle that is either memory (a region of an Allocation) or a
+pending result (an IR node), and sometimes both (a pending write into its own memory)."""
+import weakref
+
+import cv2
+import numpy as np
+
+from .. import runtime
+from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, make_type, split_type, type_name
+from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
+from ..ir import Allocation, Node, Source
+from ..runtime import STATE
+
+
+def _is_stream(obj):
+    from .stream import Stream
+    return isinstance(obj, Stream)
+
+
+def _size_arg(func, size):
+    try:
+        w, h = (int(size[0]), int(size[1]))
+    except Exception:
+        raise cv_error(func, f"size must be a (width, height) pair, got {size!r}", StsBadArg)
+    return w, h
+
+
+def _rect_arg(func, rect):
+    try:
+        x, y, w, h = (int(v) for v in rect)
+    except Exception:
+        raise cv_error(func, f"roi must be a rect (x, y, width, height), got {rect!r}", StsBadArg)
+    return x, y, w, h
+
+
+def _range_arg(func, rng, total):
+    if rng is None or (isinstance(rng, (tuple, list)) and len(rng) == 2 and rng[0] == 0 and rng[1] == -1):
+        return 0, total
+    try:
+        a, b = int(rng[0]), int(rng[1])
+    except Exception:
+        raise cv_error(func, f"range must be (start, end), got {rng!r}", StsBadArg)
+    if a == 0 and b == -1:       # cv::Range::all()
+        return 0, total
+    return a, b
+
+
+def _type_arg(func, t):
+    dc = split_type(t) if isinstance(t, (int, np.integer)) else None
+    if dc is None:
+        raise cv_error(func, f"unsupported type {t!r}: expected a CV_<depth>C<n> code with "
+                             f"n <= {MAX_CHANNELS} and depth 8U/8S/16U/16S/32S/32F/64F", StsUnsupportedFormat)
+    return dc
+
+
+def host_array_info(func, arr):
+    """(rows, cols, depth, cn, 2-D row view) of a numpy image, or a clear error."""
+    if not isinstance(arr, np.ndarray):
+        raise cv_error(func, f"expected a numpy.ndarray, got {type(arr).__name__}", StsBadArg)
+    if arr.ndim == 2:
+        rows, cols, cn = arr.shape[0], arr.shape[1], 1
+    elif arr.ndim == 3 and 1 <= arr.shape[2] <= MAX_CHANNELS:
+        rows, cols, cn = arr.shape
+    else:
+        raise cv_error(func, f"expected an array of shape (rows, cols) or (rows, cols, cn<={MAX_CHANNELS}), "
+                             f"got shape {arr.shape}", StsBadSize)
+    depth = DTYPE_DEPTH.get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype)
+    if depth is None or not arr.dtype.isnative:
+        raise cv_error(func, f"unsupported dtype {arr.dtype}: expected uint8, int8, uint16, int16, "
+                             "int32, float32 or float64", StsUnsupportedFormat)
+    if rows == 0 or cols == 0:
+        raise cv_error(func, f"empty array of shape {arr.shape}", StsBadSize)
+    inner_ok = arr.strides[-1] == arr.itemsize and (arr.ndim == 2 or arr.strides[1] == arr.itemsize * cn)
+    if not inner_ok:
+        raise cv_error(func, "the array's rows are not contiguous (strides "
+                             f"{arr.strides}); pass numpy.ascontiguousarray(arr)", StsBadArg)
+    if arr.strides[0] == cols * cn * arr.itemsize or rows == 1:
+        rows2d = arr.reshape(rows, cols * cn)
+    else:
+        rows2d = np.lib.stride_tricks.as_strided(arr, (rows, cols * cn), (arr.strides[0], arr.itemsize))
+    return rows, cols, depth, cn, rows2d
+
+
+class GpuMat:
+    """OpenCV's ``cv::cuda::GpuMat`` with lazy results.
+
+    A result of a cv2.cuda call is pending until something needs its data (download, cudaPtr,
+    a foreign consumer, a stream sync, ``lazycv.materialize``); its size and type are known
+    at once.
+    """
+    __slots__ = ("_alloc", "_y0", "_x0", "_rows", "_cols", "_depth", "_cn", "_node", "_src",
+                 "_parent", "_views", "_stream", "__weakref__")
+
+    Allocator = None
+
+    def __init__(self, *args, **kw):
+        self._alloc = None
+        self._y0 = self._x0 = 0
+        self._rows = self._cols = 0
+        self._depth, self._cn = cv2.CV_8U, 1
+        self._node = self._src = self._parent = self._views = self._stream = None
+        with STATE.lock:
+            self._construct(args, kw)
+
+    # ---------------------------------------------------------------- construction
+    def _construct(self, args, kw):
+        kw = dict(kw)
+        kw.pop("allocator", None)
+        args = list(args)
+        if args and not isinstance(args[-1], (int, np.integer, float, tuple, list, np.ndarray, GpuMat)) \
+                and args[-1] is not None and not hasattr(args[-1], "__cuda_array_interface__"):
+            args.pop()                                   # a trailing allocator object
+        m = kw.pop("m", None)
+        arr = kw.pop("arr", None)
+        if m is None and args and isinstance(args[0], GpuMat):
+            m = args.pop(0)
+        if m is not None:
+            roi = kw.pop("roi", None)
+            rr, cr = kw.pop("rowRange", None), kw.pop("colRange", None)
+            if args and roi is None and rr is None:
+                if len(args) == 1:
+                    roi = args[0]
+                else:
+                    rr, cr = args[0], args[1]
+            self._init_from(m, roi, rr, cr)
+            return
+        if arr is None and args and isinstance(args[0], np.ndarray):
+            arr = args.pop(0)
+        if arr is not None:
+            self.upload(arr)
+            return
+        if args and not isinstance(args[0], (int, np.integer, tuple, list)) and \
+                hasattr(args[0], "__cuda_array_interface__"):
+            self._wrap_foreign(args.pop(0))
+            return
+        size = kw.pop("size", None)
+        rows, cols, typ = kw.pop("rows", None), kw.pop("cols", None), kw.pop("type", None)
+        s = kw.pop("s", None)
+        if kw:
+            raise cv_error("GpuMat", f"unexpected arguments {sorted(kw)}", StsBadArg)
+        if size is None and rows is None and args and isinstance(args[0], (tuple, list)):
+            size = args.pop(0)
+        if size is not None:
+            cols, rows = _size_arg("GpuMat", size)
+        elif rows is None and args:
+            rows = args.pop(0)
+            if args:
+                cols = args.pop(0)
+        if typ is None and args:
+            typ = args.pop(0)
+        if s is None and args:
+            s = args.pop(0)
+        if rows is None and cols is None and typ is None:
+            return                                       # GpuMat()
+        if rows is None or cols is None or typ is None:
+            raise cv_error("GpuMat", "expected GpuMat(rows, cols, type[, s]) or GpuMat(size, type[, s])")
+        self.create(int(rows), int(cols), typ)
+        if s is not None:
+            self.setTo(s)
+
+    def _init_from(self, m, roi, rr, cr):
+        check(isinstance(m, GpuMat), "GpuMat", f"expected a GpuMat, got {type(m).__name__}")
+        if roi is None and rr is None and cr is None:
+            self._share(m)
+            return
+        if roi is not None:
+            x, y, w, h = _rect_arg("GpuMat", roi)
+        else:
+            y, y1 = _range_arg("GpuMat", rr, m._rows)
+            x, x1 = _range_arg("GpuMat", cr, m._cols)
+            w, h = x1 - x, y1 - y
+        check(not m.empty(), "GpuMat", "cannot take a ROI of an empty GpuMat", StsBadSize)
+        check(0 <= x and 0 <= y and w > 0 and h > 0 and x + w <= m._cols and y + h <= m._rows,
+              "GpuMat", f"ROI (x={x}, y={y}, w={w}, h={h}) is outside the parent "
+                        f"{m._cols}x{m._rows} (0 <= roi.x && 0 <= roi.width && roi.x + roi.width <= m.cols "
+                        f"&& 0 <= roi.y && 0 <= roi.height && roi.y + roi.height <= m.rows)", StsOutOfRange)
+        self._depth, self._cn = m._depth, m._cn
+        self._rows, self._cols = h, w
+        if m._node is not None and m._alloc is not None:
+            runtime.flush([m])                           # a view must see the pending write
+        if m._alloc is not None:
+            self._alloc, self._y0, self._x0 = m._alloc, m._y0 + y, m._x0 + x
+            return
+        # A view of a pending result: a lazy crop that becomes a real view once the parent has
+        # memory (see _bind_result), so writes through either side stay shared.
+        from ..ops.core import crop_node
+        self._node = crop_node(m._node, y, x, h, w)
+        self._parent = (m, y, x)
+        if m._views is None:
+            m._views = []
+        m._views.append(weakref.ref(self))
+        runtime.register_pending(self)
+
+    def _share(self, m):
+        for f in ("_alloc", "_y0", "_x0", "_rows", "_cols", "_depth", "_cn", "_node", "_src", "_parent"):
+            setattr(self, f, getattr(m, f))
+        if self._node is not None:
+            runtime.register_pending(self)
+            if self._alloc is not None:
+                self._alloc.writers.append(weakref.ref(self))
+
+    def _wrap_foreign(self, obj):
+        from .interop import wrap_foreign
+        wrap_foreign(self, obj)
+
+    @classmethod
+    def _lazy(cls, node):
+        m = cls.__new__(cls)
+        m._alloc = None
+        m._y0 = m._x0 = 0
+        m._rows, m._cols, m._depth, m._cn = node.rows, node.cols, node.depth, node.cn
+        m._node = node
+        m._src = m._parent = m._views = m._stream = None
+        runtime.register_pending(m)
+        return m
+
+    # ---------------------------------------------------------------- state transitions
+    def _bind_result(self, alloc, y0, x0):
+        """The flush computed this mat into ``alloc`` at (y0, x0)."""
+        self._alloc, self._y0, self._x0 = alloc, y0, x0
+        self._node = None
+        self._src = None
+        self._parent = None
+        if self._views:
+            for r in self._views:
+                v = r()
+                if v is not None and v._parent is not None and v._parent[0] is self:
+                    _, y, x = v._parent
+                    v._alloc, v._y0, v._x0 = alloc, y0 + y, x0 + x
+                    v._node = v._parent = v._src = None
+            self._views = None
+
+    def _drop(self):
+        self._alloc = None
+        self._node = self._src = self._parent = None
+        self._y0 = self._x0 = 0
+
+    def _materialize(self):
+        """Make sure this mat's data is in memory (flushing pending work if needed)."""
+        if self._parent is not None and self._node is not None:
+            runtime.flush([self._parent[0]])
+        if self._node is not None:
+            runtime.flush([self])
+        if self._alloc is not None:
+            runtime.before_read(self._alloc, exclude=self)
+
+    def _value(self, func="", name="src"):
+        """This mat as an input of a new node: its pending node, or a snapshot of its memory."""
+        if self._node is not None:
+            return self._node
+        if self._alloc is None:
+            raise cv_error(func, f"{name} is empty", StsBadArg)
+        if self._alloc.writers:
+            runtime.before_read(self._alloc, exclude=self)
+        s = self._src
+        if s is None or s.buf is not self._alloc.buf:
+            s = self._src = Source(self._alloc.buf, self._y0, self._x0, self._rows, self._cols,
+                                   self._depth, self._cn)
+        return s
+
+    def _prepare_write(self, whole_region=True):
+        """Before this mat's memory is overwritten: give it memory and honour memory order."""
+        if self._parent is not None and self._node is not None:
+            runtime.flush([self._parent[0]])
+        if self._node is not None and (self._alloc is not None or self._views or not whole_region):
+            runtime.flush([self])
+        if self._alloc is None:
+            self._node = None
+            buf = runtime.backend().alloc(self._rows, self._cols * self._cn, DEPTH_DTYPE[self._depth])
+            self._alloc, self._y0, self._x0 = Allocation(buf), 0, 0
+            return
+        a = self._alloc
+        whole = whole_region and self._y0 == 0 and self._x0 == 0 and self._rows == a.rows and \
+            self._cols * self._cn == a.row_elems
+        runtime.before_write(a, whole=whole, exclude=self)
+        self._src = None
+
+    def _set_pending_write(self, node):
+        """Record ``node`` as a pending write into this mat's own memory."""
+        self._node = node
+        self._src = None
+        self._alloc.writers.append(weakref.ref(self))
+        runtime.register_pending(self)
+
+    def _assign_result(self, node):
+        """``dst=self`` for a new result: write into this memory when it fits, else rebind."""
+        if self._alloc is not None and self._node is None and (self._rows, self._cols, self._depth, self._cn) == \
+                (node.rows, node.cols, node.depth, node.cn):
+            self._prepare_write()
+            self._set_pending_write(node)
+            return self
+        if self._node is not None and self._alloc is not None and \
+                (self._rows, self._cols, self._depth, self._cn) == (node.rows, node.cols, node.depth, node.cn):
+            runtime.flush([self])
+            return self._assign_result(node)
+        # OpenCV's create(): a different size/type gets new memory (detaching from any parent)
+        self._drop()
+        self._rows, self._cols, self._depth, self._cn = node.rows, node.cols, node.depth, node.cn
+        self._node = node
+        runtime.register_pending(self)
+        return self
+
+    # ---------------------------------------------------------------- OpenCV API: geometry
+    def size(self):
+        return (self._cols, self._rows)
+
+    def type(self):
+        return make_type(self._depth, self._cn)
+
+    def depth(self):
+        return self._depth
+
+    def channels(self):
+        return self._cn
+
+    def elemSize(self):
+        return DEPTH_DTYPE[self._depth].itemsize * self._cn
+
+    def elemSize1(self):
+        return DEPTH_DTYPE[self._depth].itemsize
+
+    def empty(self):
+        return self._rows == 0 or self._cols == 0
+
+    @property
+    def rows(self):
+        return self._rows
+
+    @property
+    def cols(self):
+        return self._cols
+
+    @property
+    def step(self):
+        if self._alloc is None:
+            return self._cols * self.elemSize()
+        return self._alloc.row_elems * DEPTH_DTYPE[self._depth].itemsize
+
+    def step1(self):
+        return self.step // self.elemSize1() if not self.empty() else 0
+
+    def isContinuous(self):
+        if self.empty():
+            return True
+        if self._alloc is None or self._rows == 1:
+            return True
+        return self._cols * self._cn == self._alloc.row_elems
+
+    def updateContinuityFlag(self):
+        return None
+
+    def __repr__(self):
+        state = "empty" if self.empty() else ("pending" if self._node is not None else "ready")
+        return f"<lazycv GpuMat {self._cols}x{self._rows} {type_name(self.type())} {state}>"
+
+    # ---------------------------------------------------------------- memory
+    def create(self, *args, **kw):
+        """create(rows, cols, type) or create(size, type): new memory unless it already fits."""
+        with STATE.lock:
+            if "size" in kw or (args and isinstance(args[0], (tuple, list))):
+                size = kw.get("size", args[0] if args else None)
+                cols, rows = _size_arg("GpuMat::create", size)
+                typ = kw.get("type", args[1] if len(args) > 1 else None)
+            else:
+                rows = kw.get("rows", args[0] if args else None)
+                cols = kw.get("cols", args[1] if len(args) > 1 else None)
+                typ = kw.get("type", args[2] if len(args) > 2 else None)
+            check(rows is not None and cols is not None and typ is not None, "GpuMat::create",
+                  "expected create(rows, cols, type) or create(size, type)")
+            depth, cn = _type_arg("GpuMat::create", typ)
+            rows, cols = int(rows), int(cols)
+            check(rows >= 0 and cols >= 0, "GpuMat::create", f"negative size {cols}x{rows}", StsBadSize)
+            if (rows, cols, depth, cn) == (self._rows, self._cols, self._depth, self._cn) and \
+                    (self._alloc is not None or self._node is not None):
+                return
+            self._drop()
+            self._rows, self._cols, self._depth, self._cn = rows, cols, depth, cn
+            if rows and cols:
+                buf = runtime.backend().alloc(rows, cols * cn, DEPTH_DTYPE[depth])
+                self._alloc = Allocation(buf)
+
+    def release(self):
+        with STATE.lock:
+            self._drop()
+            self._rows = self._cols = 0
+
+    def swap(self, other):
+        with STATE.lock:
+            for f in GpuMat.__slots__[:-1]:
+                a, b = getattr(self, f), getattr(other, f)
+                setattr(self, f, b)
+                setattr(other, f, a)
+            for m in (self, other):
+                if m._node is not None:
+                    runtime.register_pending(m)
+
+    def upload(self, arr, stream=None):
+        """Copy a host array into this GpuMat (reallocating when the size or type differ)."""
+        from .interop import host_to_device
+        with STATE.lock:
+            if hasattr(arr, "createMatHeader") and not isinstance(arr, np.ndarray):
+                arr = arr.createMatHeader()
+            rows, cols, depth, cn, rows2d = host_array_info("GpuMat::upload", arr)
+            _check_stream("GpuMat::upload", stream)
+            if (rows, cols, depth, cn) != (self._rows, self._cols, self._depth, self._cn) or \
+                    (self._alloc is None and self._node is None):
+                self._drop()
+                self._rows, self._cols, self._depth, self._cn = rows, cols, depth, cn
+                buf = runtime.backend().alloc(rows, cols * cn, DEPTH_DTYPE[depth])
+                self._alloc = Allocation(buf)
+            else:
+                self._prepare_write()
+            host_to_device(self._alloc.buf, self._y0, self._x0 * cn, rows2d, stream)
+
+    def download(self, dst=None, stream=None):
+        """Copy this GpuMat to a host array (materialising pending work first)."""
+        from .interop import device_to_host
+        if _is_stream(dst) and stream is None:
+            dst, stream = None, dst
+        with STATE.lock:
+            check(not self.empty(), "GpuMat::download", "the GpuMat is empty", StsBadArg)
+            _check_stream("GpuMat::download", stream)
+            self._materialize()
+            shape = (self._rows, self._cols) if self._cn == 1 else (self._rows, self._cols, self._cn)
+            dt = DEPTH_DTYPE[self._depth]
+            if not (isinstance(dst, np.ndarray) and dst.shape == shape and dst.dtype == dt
+                    and dst.flags.c_contiguous):
+                dst = np.empty(shape, dt)
+            device_to_host(self._alloc.buf, self._y0, self._x0 * self._cn, self._rows,
+                           self._cols * self._cn, dst.reshape(self._rows, self._cols * self._cn), stream)
+            return dst
+
+    def cudaPtr(self):
+        """Device address of the first pixel; the buffer is pinned from now on (never renamed)."""
+        with STATE.lock:
+            if self.empty():
+                return 0
+            self._materialize()
+            self._alloc.exported = True
+            be = runtime.backend()
+            return be.pointer(self._alloc.buf) + (self._y0 * self._alloc.row_elems + self._x0 * self._cn) \
+                * DEPTH_DTYPE[self._depth].itemsize
+
+    # ---------------------------------------------------------------- views
+    def rowRange(self, start, end=None):
+        if end is None:
+            start, end = start
+        return GpuMat(self, (start, end), (0, -1))
+
+    def colRange(self, start, end=None):
+        if end is None:
+            start, end = start
+        return GpuMat(self, (0, -1), (start, end))
+
+    def row(self, y):
+        return GpuMat(self, (y, y + 1), (0, -1))
+
+    def col(self, x):
+        return GpuMat(self, (0, -1), (x, x + 1))
+
+    def locateROI(self):
+        """(wholeSize, ofs): the parent's size and this view's offset, both as (x, y) pairs."""
+        if self._alloc is None:
+            if self._parent is not None:
+                p, y, x = self._parent
+                (w, h), (px, py) = p.locateROI()
+                return (w, h), (px + x, py + y)
+            return (self._cols, self._rows), (0, 0)
+        a = self._alloc
+        return (a.row_elems // self._cn, a.rows), (self._x0, self._y0)
+
+    def adjustROI(self, dtop, dbottom, dleft, dright):
+        """Move this view's edges within its parent (OpenCV semantics, clamped to the parent)."""
+        with STATE.lock:
+            self._materialize()
+            (W, H), (ox, oy) = self.locateROI()
+            y0 = max(oy - dtop, 0)
+            y1 = min(oy + self._rows + dbottom, H)
+            x0 = max(ox - dleft, 0)
+            x1 = min(ox + self._cols + dright, W)
+            check(y1 > y0 and x1 > x0, "GpuMat::adjustROI", "the adjusted ROI is empty", StsBadSize)
+            self._y0, self._x0, self._rows, self._cols = y0, x0, y1 - y0, x1 - x0
+            self._src = None
+            return self
+
+    def reshape(self, cn, rows=0):
+        """Same memory seen with another channel count (and row count); continuous mats only."""
+        with STATE.lock:
+            self._materialize()
+            total = self._rows * self._cols * self._cn
+            cn = cn or self._cn
+            check(1 <= cn <= MAX_CHANNELS, "GpuMat::reshape", f"channels must be 1..{MAX_CHANNELS}, got {cn}")
+            rows = rows or self._rows
+            check(self.isContinuous() or rows == self._rows, "GpuMat::reshape",
+                  "the matrix is not continuous, so its row count cannot change", StsBadSize)
+            check(total % (rows * cn) == 0, "GpuMat::reshape",
+                  f"{total} elements cannot be seen as {rows} rows of {cn}-channel pixels", StsBadSize)
+            out = GpuMat()
+            out._depth, out._cn, out._rows, out._cols = self._depth, cn, rows, total // (rows * cn)
+            if rows == self._rows:
+                out._alloc, out._y0 = self._alloc, self._y0
+                check((self._x0 * self._cn) % cn == 0, "GpuMat::reshape", "the view's offset does not divide "
+                      "into whole pixels of the new channel count", StsBadSize)
+                out._x0 = self._x0 * self._cn // cn
+                return out
+            buf = self._alloc.buf
+            flat = buf.reshape(rows, buf.shape[0] * buf.shape[1] // rows) if self._y0 == 0 and self._x0 == 0 \
+                and buf.shape[0] == self._rows else None
+            check(flat is not None, "GpuMat::reshape", "reshape of a ROI view to another row count", StsBadSize)
+            out._alloc = Allocation(flat)
+            out._alloc.exported = True
+            return out
+
+    # ---------------------------------------------------------------- data ops (lazy)
+    def copyTo(self, *args, **kw):
+        from ..ops.core import copy_to
+        return copy_to(self, *args, **kw)
+
+    def setTo(self, *args, **kw):
+        from ..ops.core import set_to
+        return set_to(self, *args, **kw)
+
+    def convertTo(self, *args, **kw):
+        from ..ops.convert import convert_to
+        return convert_to(self, *args, **kw)
+
+    def clone(self):
+        from ..ops.core import copy_to
+        return copy_to(self)
+
+    def assignTo(self, m, type=-1):
+        m._share(self if type < 0 else self.convertTo(type))
+
+    # ---------------------------------------------------------------- interop
+    @property
+    def __cuda_array_interface__(self):
+        from .interop import cuda_array_interface
+        return cuda_array_interface(self)
+
+    @property
+    def __array_interface__(self):
+        from .interop import host_array_interface
+        return host_array_interface(self)
+
+    def __dlpack__(self, *args, **kw):
+        from .interop import to_dlpack
+        return to_dlpack(self, *args, **kw)
+
+    def __dlpack_device__(self):
+        from .interop import dlpack_device
+        return dlpack_device(self)
+
+    @staticmethod
+    def defaultAllocator():
+        return None
+
+    @staticmethod
+    def setDefaultAllocator(allocator):
+        return None
+
+    @staticmethod
+    def getStdAllocator():
+        return None
+
+
+def _check_stream(func, stream):
+    if stream is not None and not _is_stream(stream):
+        raise cv_error(func, f"stream must be a cv2.cuda.Stream, got {type(stream).__name__}", StsBadArg)

@@ -1,0 +1,86 @@
+"""Installing lazycv as ``cv2.cuda`` and taking it out again, exactly."""
+import cv2
+
+from ..ops import API
+from . import interop
+from .gpumat import GpuMat
+from .stream import Event, Stream
+
+_MISSING = object()
+NATIVE = {}            # the CUDA-enabled build's own classes/functions, when present
+_saved = []            # stack of saved attribute states (enable() nests)
+
+
+def _native_cuda_build():
+    try:
+        return cv2.cuda.getCudaEnabledDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def _wrap_native(fn):
+    """A native cv2.cuda function that lazycv does not intercept: hand it materialised native
+    GpuMats (cv2's C code rejects Python objects), and adopt native results."""
+    def call(*args, **kw):
+        conv = lambda a: interop.to_native(a) if isinstance(a, GpuMat) else a
+        out = fn(*(conv(a) for a in args), **{k: conv(v) for k, v in kw.items()})
+        return out
+    call.__name__ = getattr(fn, "__name__", "native")
+    call.__wrapped__ = fn
+    return call
+
+
+def _functions():
+    from . import device
+    table = dict(API)
+    table.update(device.API)
+    table.update(GpuMat=GpuMat, Stream=Stream, Event=Event,
+                 createGpuMatFromCudaMemory=device.createGpuMatFromCudaMemory)
+    return table
+
+
+def install():
+    """Patch cv2.cuda (and cv2.cuda_GpuMat etc.); returns a token for uninstall."""
+    cuda = cv2.cuda
+    if not NATIVE and _native_cuda_build():
+        NATIVE["GpuMat"] = cuda.GpuMat
+        if hasattr(cuda, "createGpuMatFromCudaMemory"):
+            NATIVE["createGpuMatFromCudaMemory"] = cuda.createGpuMatFromCudaMemory
+    saved = []
+    table = _functions()
+    top = {"cuda_GpuMat": GpuMat, "cuda_Stream": Stream, "cuda_Event": Event,
+           "cuda_Stream_Null": Stream.Null, "cuda_Event_elapsedTime": Event.elapsedTime}
+    for name, value in table.items():
+        saved.append((cuda, name, getattr(cuda, name, _MISSING)))
+        setattr(cuda, name, value)
+    for name, value in top.items():
+        saved.append((cv2, name, getattr(cv2, name, _MISSING)))
+        setattr(cv2, name, value)
+    if NATIVE:
+        for name in dir(cuda):
+            if name.startswith("_") or name in table:
+                continue
+            obj = getattr(cuda, name)
+            if callable(obj) and not isinstance(obj, type):
+                saved.append((cuda, name, obj))
+                setattr(cuda, name, _wrap_native(obj))
+    _saved.append(saved)
+    return len(_saved)
+
+
+def uninstall():
+    """Undo the most recent install()."""
+    if not _saved:
+        return
+    for mod, name, value in reversed(_saved.pop()):
+        if value is _MISSING:
+            try:
+                delattr(mod, name)
+            except AttributeError:
+                pass
+        else:
+            setattr(mod, name, value)
+
+
+def depth():
+    return len(_saved)

@@ -1,0 +1,118 @@
+"""The expression graph: values are data, ops are looked up by name.
+
+A *value* is either a :class:`Source` (a region of memory that already holds data) or a
+:class:`Node` (an op applied to input values). Both carry their image geometry, so a lazy
+``GpuMat`` answers ``size()``/``type()`` without running anything.
+
+``Node.static`` is the op's structural parameters: part of the compiled kernel's identity.
+``Node.dyn`` is the run-time parameters (scalars, sizes, offsets): kernel arguments, so a new
+frame size or mean value never recompiles.
+"""
+
+
+class Allocation:
+    """A device buffer that GpuMats (and their ROI views) share.
+
+    ``buf`` is the backend array: 2-D, ``(rows, row_elems)`` with ``row_elems >= cols * cn``
+    (pitched rows are allowed). ``buf`` may be swapped for a fresh buffer when the whole
+    allocation is overwritten while lazy readers still need the old contents ("rename"), unless
+    its address was handed out (``exported``): foreign code may hold the pointer.
+    """
+    __slots__ = ("buf", "exported", "writers", "foreign", "__weakref__")
+
+    def __init__(self, buf, foreign=None):
+        self.buf = buf
+        self.exported = foreign is not None
+        self.writers = []          # weakrefs to GpuMats with a pending write into this buffer
+        self.foreign = foreign     # the object that owns foreign memory (kept alive)
+
+    @property
+    def rows(self):
+        return self.buf.shape[0]
+
+    @property
+    def row_elems(self):
+        return self.buf.shape[1]
+
+
+class Source:
+    """An immutable view of materialised data: a buffer and a region of it."""
+    __slots__ = ("buf", "y0", "x0", "rows", "cols", "depth", "cn")
+    is_source = True
+
+    def __init__(self, buf, y0, x0, rows, cols, depth, cn):
+        self.buf, self.y0, self.x0 = buf, y0, x0
+        self.rows, self.cols, self.depth, self.cn = rows, cols, depth, cn
+
+    def __repr__(self):
+        return f"Source({self.rows}x{self.cols}x{self.cn} d{self.depth} @({self.y0},{self.x0}))"
+
+
+class Node:
+    """One recorded op. ``result`` is set once the node has been computed into memory, so other
+    pending consumers read it rather than computing it again."""
+    __slots__ = ("op", "inputs", "static", "dyn", "rows", "cols", "depth", "cn", "result",
+                 "height", "__weakref__")
+    is_source = False
+
+    def __init__(self, op, inputs, static, dyn, rows, cols, depth, cn):
+        self.op, self.inputs, self.static, self.dyn = op, inputs, static, dyn
+        self.rows, self.cols, self.depth, self.cn = rows, cols, depth, cn
+        self.result = None
+        h = 0
+        for v in inputs:
+            if not v.is_source and v.result is None and v.height >= h:
+                h = v.height + 1
+        self.height = h
+
+    def __repr__(self):
+        return f"Node({self.op.name}{self.static} -> {self.rows}x{self.cols}x{self.cn} d{self.depth})"
+
+
+def resolved(value):
+    """The value to read: a computed node is read from its result."""
+    if not value.is_source and value.result is not None:
+        return value.result
+    return value
+
+
+def walk(values):
+    """Pending nodes reachable from ``values`` (computed ones count as sources), post-order.
+
+    Iterative, so an accumulation loop thousands of ops deep cannot hit Python's recursion limit.
+    """
+    order, done, opened = [], set(), set()
+    stack = [(resolved(v), False) for v in reversed(values)]
+    while stack:
+        v, expanded = stack.pop()
+        if v.is_source:
+            continue
+        if expanded:
+            if id(v) not in done:
+                done.add(id(v))
+                order.append(v)
+            continue
+        if id(v) in opened:
+            continue
+        opened.add(id(v))
+        stack.append((v, True))
+        for i in reversed(v.inputs):
+            i = resolved(i)
+            if not i.is_source and id(i) not in opened:
+                stack.append((i, False))
+    return order
+
+
+def source_bufs(values):
+    """ids of every buffer the pending computation of ``values`` reads."""
+    bufs = set()
+    for v in values:
+        v = resolved(v)
+        if v.is_source:
+            bufs.add(id(v.buf))
+    for n in walk(values):
+        for i in n.inputs:
+            i = resolved(i)
+            if i.is_source:
+                bufs.add(id(i.buf))
+    return bufs

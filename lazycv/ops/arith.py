@@ -1,0 +1,207 @@
+"""Per-element arithmetic: add, subtract, multiply, divide (with a GpuMat or a scalar), absdiff,
+min, max, and their masks.
+
+OpenCV's rules, which the CPU reference confirms:
+* integer add/subtract/absdiff/min/max of integer images is exact integer math, saturated;
+  a scalar operand is first rounded to an integer (half to even);
+* multiply with a scale != 1, divide, and anything with a float operand or result computes in
+  float (double when 32S or 64F is involved), then saturates (round half to even);
+* integer division by zero gives 0; float division follows IEEE (inf, nan).
+"""
+import cv2
+
+from .._types import DEPTH_RANGE, is_float
+from ..errors import StsBadArg, StsUnmatchedFormats, cv_error
+from .base import OpDef, saturate
+from .common import (check_same, cuda_api, depth_arg, gpumat_cls, is_scalar_like, node, result,
+                     scalar4, src_mat)
+from .core import fill_node, mask_mat, masked
+
+_WIDE = (cv2.CV_32S, cv2.CV_64F)
+
+_FORMULA = {
+    "add": "{a} + {b}",
+    "sub": "{a} - {b}",
+    "mul": "{a} * {b}",
+    "mul_scaled": "{s} * {a} * {b}",
+    "div_int": "({a} * {s} / {b}) if {b} != 0 else {zero}",
+    "div_float": "{a} * {s} / {b}",
+    "absdiff": "abs({a} - {b})",
+    "min": "min({a}, {b})",
+    "max": "max({a}, {b})",
+}
+
+
+_SHORT_PRODUCT = (cv2.CV_8U, cv2.CV_8S, cv2.CV_16S)   # products that always fit in int32
+
+
+def working_type(kind, in_depths, out_depth, scaled, with_scalar):
+    """'i' (exact integer), 'f32' or 'f64': the precision OpenCV computes ``kind`` in.
+
+    Scalar multiply/divide run in double whatever the image depth (bit-exact with CPU OpenCV);
+    16U products run in float so that products past int32 saturate as OpenCV's do.
+    """
+    all_int = not any(is_float(d) for d in in_depths) and not is_float(out_depth)
+    if all_int and kind in ("add", "sub", "absdiff", "min", "max"):
+        return "i"
+    if all_int and kind == "mul" and not scaled and not with_scalar and \
+            all(d in _SHORT_PRODUCT for d in in_depths):
+        return "i"
+    if with_scalar and kind in ("mul", "div"):
+        return "f64"
+    if any(d in _WIDE for d in (*in_depths, out_depth)):
+        return "f64"
+    return "f32"
+
+
+class Arith(OpDef):
+    """static = (kind, mode, wt, scaled); mode 'mm' (two images), 'ms' (image op scalar) or
+    'sm' (scalar op image); dyn = (scale, s0, s1, s2, s3)."""
+    name = "arith"
+
+    def emit(self, ctx, n, y, x):
+        kind, mode, wt, scaled = n.static
+        ft = {"f32": "np.float32", "f64": "np.float64"}.get(wt)
+        a = ctx.read(n.inputs[0], y, x)
+        if mode == "mm":
+            b = ctx.read(n.inputs[1], y, x)
+        else:
+            b = [ctx.dyn(n, 1 + c, wt if wt != "i" else "i") for c in range(n.cn)]
+        if ft:
+            a = [f"{ft}({v})" for v in a]
+            if mode == "mm":
+                b = [f"{ft}({v})" for v in b]
+        if mode == "sm":
+            a, b = b, a
+        s = ctx.dyn(n, 0, wt) if scaled or kind == "div" else None
+        if kind == "mul" and scaled:
+            f = _FORMULA["mul_scaled"]
+        elif kind == "div":
+            f = _FORMULA["div_float" if is_float(n.depth) else "div_int"]
+        else:
+            f = _FORMULA[kind]
+        zero = f"{ft}(0)" if ft else "0"
+        exprs = [f.format(a=ai, b=bi, s=s, zero=zero) for ai, bi in zip(a, b)]
+        return [saturate(ctx, e, n.depth, src_is_float=(wt != "i")) for e in exprs]
+
+
+def _int_scalar(v):
+    """saturate_cast<int>(double): half to even, and out of int32 range -> INT_MIN."""
+    return int(round(v)) if -2147483648.5 < v < 2147483647.5 else -2147483648
+
+
+def _operands(func, src1, src2):
+    """(image, other, mode): other is a GpuMat or a 4-tuple scalar."""
+    GpuMat = gpumat_cls()
+    if is_scalar_like(src1) and not is_scalar_like(src2):
+        return src_mat(func, src2, "src2"), scalar4(func, src1, "src1", broadcast=True), "sm"
+    a = src_mat(func, src1, "src1")
+    if is_scalar_like(src2):
+        return a, scalar4(func, src2, "src2", broadcast=True), "ms"
+    if not isinstance(src2, GpuMat) and src2 is not None:
+        b = src_mat(func, src2, "src2")
+    else:
+        b = src_mat(func, src2, "src2")
+    return a, b, "mm"
+
+
+def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
+    a, b, mode = _operands(func, src1, src2)
+    if mode == "mm":
+        check_same(func, a, b, type_too=False)
+        if a._cn != b._cn:
+            raise cv_error(func, f"src1 has {a._cn} channels and src2 {b._cn}", StsUnmatchedFormats)
+        if a._depth != b._depth and (dtype is None or int(dtype) < 0):
+            raise cv_error(func, "src1 and src2 have different depths; pass dtype to choose the "
+                                 "output depth", StsUnmatchedFormats)
+    out_depth = depth_arg(func, dtype, a._depth)
+    in_depths = (a._depth, b._depth) if mode == "mm" else (a._depth,)
+    scaled = float(scale) != 1.0
+    wt = working_type(kind, in_depths, out_depth, scaled, mode != "mm")
+    svals = (0.0,) * 4
+    if mode != "mm":
+        svals = tuple(float(v) for v in b)
+        if wt == "i":                       # OpenCV rounds the scalar to the integer work type
+            svals = tuple(_int_scalar(v) for v in svals)
+    inputs = [a._value(func, "src1")] + ([b._value(func, "src2")] if mode == "mm" else [])
+    return node("arith", inputs, (kind, mode, wt, scaled), (float(scale),) + svals,
+                a._rows, a._cols, out_depth, a._cn), a
+
+
+def _finish(func, nd, like, dst, mask, stream):
+    if mask is not None:
+        mask = mask_mat(func, mask, like)
+        GpuMat = gpumat_cls()
+        if dst is not None and isinstance(dst, GpuMat) and not dst.empty() and \
+                (dst._rows, dst._cols, dst._depth, dst._cn) == (nd.rows, nd.cols, nd.depth, nd.cn):
+            old = dst._value(func, "dst")
+        else:
+            old = fill_node(nd.rows, nd.cols, nd.depth, nd.cn, (0, 0, 0, 0))
+        nd = masked(func, nd, mask, old)
+    return result(func, nd, dst, stream)
+
+
+@cuda_api("add")
+def add(src1, src2, dst=None, mask=None, dtype=-1, stream=None):
+    """dst = saturate(src1 + src2); src2 may be a scalar."""
+    nd, like = arith_node("add", "add", src1, src2, dtype)
+    return _finish("add", nd, like, dst, mask, stream)
+
+
+@cuda_api("subtract")
+def subtract(src1, src2, dst=None, mask=None, dtype=-1, stream=None):
+    """dst = saturate(src1 - src2); either side may be a scalar."""
+    nd, like = arith_node("subtract", "sub", src1, src2, dtype)
+    return _finish("subtract", nd, like, dst, mask, stream)
+
+
+@cuda_api("multiply")
+def multiply(src1, src2, dst=None, scale=1.0, dtype=-1, stream=None):
+    """dst = saturate(scale * src1 * src2)."""
+    nd, like = arith_node("multiply", "mul", src1, src2, dtype, scale)
+    return _finish("multiply", nd, like, dst, None, stream)
+
+
+@cuda_api("divide")
+def divide(src1, src2, dst=None, scale=1.0, dtype=-1, stream=None):
+    """dst = saturate(src1 * scale / src2); integer division by zero gives 0."""
+    nd, like = arith_node("divide", "div", src1, src2, dtype, scale)
+    return _finish("divide", nd, like, dst, None, stream)
+
+
+@cuda_api("absdiff")
+def absdiff(src1, src2, dst=None, stream=None):
+    nd, like = arith_node("absdiff", "absdiff", src1, src2)
+    return _finish("absdiff", nd, like, dst, None, stream)
+
+
+@cuda_api("min")
+def min_(src1, src2, dst=None, stream=None):
+    nd, like = arith_node("min", "min", src1, src2)
+    return _finish("min", nd, like, dst, None, stream)
+
+
+@cuda_api("max")
+def max_(src1, src2, dst=None, stream=None):
+    nd, like = arith_node("max", "max", src1, src2)
+    return _finish("max", nd, like, dst, None, stream)
+
+
+def _with_scalar(name, fn):
+    @cuda_api(name)
+    def f(src1, src2, dst=None, *args, **kw):
+        if not is_scalar_like(src2):
+            raise cv_error(name, f"src2 must be a scalar, got {type(src2).__name__}", StsBadArg)
+        return fn.__wrapped__(src1, src2, dst, *args, **kw)
+    return f
+
+
+addWithScalar = _with_scalar("addWithScalar", add)
+subtractWithScalar = _with_scalar("subtractWithScalar", subtract)
+multiplyWithScalar = _with_scalar("multiplyWithScalar", multiply)
+divideWithScalar = _with_scalar("divideWithScalar", divide)
+absdiffWithScalar = _with_scalar("absdiffWithScalar", absdiff)
+
+
+REFERENCE = {"add": cv2.add, "subtract": cv2.subtract, "multiply": cv2.multiply, "divide": cv2.divide,
+             "absdiff": cv2.absdiff, "min": cv2.min, "max": cv2.max}

@@ -1,0 +1,62 @@
+"""What an op is: a name, how many taps it reads, and a device snippet.
+
+Every op — built-in or user-defined — is an :class:`OpDef`. The code generator never knows an
+op by name: it calls ``op.emit(ctx, node, y, x)``, which returns one expression per output
+channel, reading its inputs through ``ctx.read(value, y, x)``. The same snippet serves the CUDA
+kernel, the CPU kernel and the simulator, because it is written in the subset of Python that all
+three compile identically (ints, ``np.float32``/``np.float64`` casts, ``round``, ``min``,
+``max``, ``math.floor``).
+"""
+from .._types import DEPTH_RANGE, is_float
+
+REGISTRY = {}
+
+
+class OpDef:
+    """An op of the IR.
+
+    ``taps`` is how many input coordinates one output pixel reads (1 for element-wise ops and
+    pure coordinate moves like crop, 4 for a bilinear resize): the planner uses it to decide when
+    recomputing a producer inside its consumer would cost more than writing it once.
+    ``pointwise`` means output (y, x) reads only inputs at (y, x).
+    """
+    name = None
+    taps = 1
+    pointwise = True
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.name:
+            REGISTRY[cls.name] = cls()
+
+    def tap_count(self, node):
+        """Input coordinates one output pixel of ``node`` reads."""
+        return self.taps
+
+    def emit(self, ctx, node, y, x):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def label(self, node):
+        """Short text for explain()."""
+        return self.name if not node.static else f"{self.name}{list(node.static)}"
+
+
+def saturate(ctx, expr, depth, src_is_float=True):
+    """Expression converting ``expr`` to ``depth`` the way OpenCV's saturate_cast does.
+
+    Floats round half to even (``round`` compiles to rint on every target) and clamp; a float
+    outside int32 (or NaN, inf) becomes the depth's minimum, as cvRound's overflow to INT_MIN
+    makes it in OpenCV. Ints only clamp. Float depths pass through: the caller's typed
+    assignment casts them.
+    """
+    if is_float(depth):
+        return expr
+    lo, hi = DEPTH_RANGE[depth]
+    if not src_is_float:
+        return f"min(max({expr}, {lo}), {hi})"
+    t = ctx.let(expr, "s")
+    return f"(min(max(round({t}), {lo}), {hi}) if ({t} > -2147483648.5 and {t} < 2147483647.5) else {lo})"
+
+
+def op(name):
+    return REGISTRY[name]

@@ -1,0 +1,111 @@
+"""cvtColor: channel reorders, alpha add/drop, and the gray conversions, fused; every other
+colour code falls back to CPU OpenCV (correct, counted as a fallback)."""
+import cv2
+
+from .._types import DEPTH_ALPHA, is_float
+from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
+from .base import OpDef
+from .common import check_channels, check_depth, cuda_api, node, result, src_mat
+from .fallback import cpu_fallback
+
+ALPHA = -1
+_OPENCV_MAJOR = int(cv2.__version__.split(".")[0])
+# Integer gray weights (B, G, R) and shift: OpenCV 5 uses 15 bits, 4.x 14 bits (checked bit-exact
+# against CPU cvtColor for 8U and 16U).
+GRAY_FIXED = ((3735, 19235, 9798), 15) if _OPENCV_MAJOR >= 5 else ((1868, 9617, 4899), 14)
+GRAY_FLOAT = (0.114, 0.587, 0.299)
+
+
+def _c(name):
+    return getattr(cv2, "COLOR_" + name, None)
+
+
+# code -> (input channels, output channel sources; ALPHA = opaque alpha)
+REORDER = {}
+for _name, _scn, _order in [
+        ("BGR2BGRA", 3, (0, 1, 2, ALPHA)), ("RGB2RGBA", 3, (0, 1, 2, ALPHA)),
+        ("BGRA2BGR", 4, (0, 1, 2)), ("RGBA2RGB", 4, (0, 1, 2)),
+        ("BGR2RGBA", 3, (2, 1, 0, ALPHA)), ("RGB2BGRA", 3, (2, 1, 0, ALPHA)),
+        ("RGBA2BGR", 4, (2, 1, 0)), ("BGRA2RGB", 4, (2, 1, 0)),
+        ("BGR2RGB", 3, (2, 1, 0)), ("RGB2BGR", 3, (2, 1, 0)),
+        ("BGRA2RGBA", 4, (2, 1, 0, 3)), ("RGBA2BGRA", 4, (2, 1, 0, 3)),
+        ("GRAY2BGR", 1, (0, 0, 0)), ("GRAY2RGB", 1, (0, 0, 0)),
+        ("GRAY2BGRA", 1, (0, 0, 0, ALPHA)), ("GRAY2RGBA", 1, (0, 0, 0, ALPHA))]:
+    if _c(_name) is not None:
+        REORDER[_c(_name)] = (_scn, _order)
+
+# code -> (input channels, index of blue in the input)
+TO_GRAY = {}
+for _name, _scn, _bidx in [("BGR2GRAY", 3, 0), ("RGB2GRAY", 3, 2), ("BGRA2GRAY", 4, 0), ("RGBA2GRAY", 4, 2)]:
+    TO_GRAY[_c(_name)] = (_scn, _bidx)
+
+_DEPTHS = (cv2.CV_8U, cv2.CV_16U, cv2.CV_32F)
+KNOWN_CODES = {getattr(cv2, n) for n in dir(cv2) if n.startswith("COLOR_")}
+
+
+class Reorder(OpDef):
+    """Output channel k = input channel order[k], or the depth's opaque alpha."""
+    name = "reorder"
+
+    def emit(self, ctx, n, y, x):
+        v = ctx.read(n.inputs[0], y, x)
+        alpha = repr(DEPTH_ALPHA[n.depth])
+        return [alpha if i == ALPHA else v[i] for i in n.static[0]]
+
+
+class Gray(OpDef):
+    """Y = 0.299 R + 0.587 G + 0.114 B: fixed point for integers (bit-exact with OpenCV),
+    float for 32F."""
+    name = "gray"
+
+    def emit(self, ctx, n, y, x):
+        (bidx,) = n.static
+        v = ctx.read(n.inputs[0], y, x)
+        b, g, r = v[bidx], v[1], v[2 - bidx]
+        if is_float(n.depth):
+            ft = "np.float64" if n.depth == cv2.CV_64F else "np.float32"
+            cb, cg, cr = (f"{ft}({c!r})" for c in GRAY_FLOAT)
+            return [f"{b} * {cb} + {g} * {cg} + {r} * {cr}"]
+        (cb, cg, cr), sh = GRAY_FIXED
+        return [f"({b} * {cb} + {g} * {cg} + {r} * {cr} + {1 << (sh - 1)}) >> {sh}"]
+
+
+def cvt_node(func, m, code, dcn=0):
+    """The node for a fused cvtColor code, or None when the code needs the fallback."""
+    if code in REORDER:
+        scn, order = REORDER[code]
+        check_channels(func, m, (scn,) if scn != 4 else (4,))
+        if dcn not in (0, len(order)):
+            raise cv_error(func, f"dcn must be 0 or {len(order)} for this code, got {dcn}", StsBadArg)
+        check_depth(func, m, _DEPTHS)
+        return node("reorder", [m._value(func)], (order,), (), m._rows, m._cols, m._depth, len(order))
+    if code in TO_GRAY:
+        scn, bidx = TO_GRAY[code]
+        check_channels(func, m, (scn,))
+        if dcn not in (0, 1):
+            raise cv_error(func, f"dcn must be 0 or 1 for a gray conversion, got {dcn}", StsBadArg)
+        check_depth(func, m, _DEPTHS)
+        return node("gray", [m._value(func)], (bidx,), (), m._rows, m._cols, m._depth, 1)
+    return None
+
+
+@cuda_api("cvtColor")
+def cvtColor(src, code, dst=None, dcn=0, stream=None):
+    """cv2.cuda.cvtColor(src, code[, dst[, dcn[, stream]]])."""
+    func = "cvtColor"
+    m = src_mat(func, src)
+    try:
+        code = int(code)
+    except Exception:
+        raise cv_error(func, f"code must be a cv2.COLOR_* constant, got {code!r}", StsBadArg)
+    nd = cvt_node(func, m, code, int(dcn or 0))
+    if nd is not None:
+        return result(func, nd, dst, stream)
+    if code not in KNOWN_CODES:
+        raise cv_error(func, f"unknown color conversion code {code}", StsBadArg)
+    return cpu_fallback(func, lambda a: cv2.cvtColor(a, code, dstCn=int(dcn or 0)), [m], dst, stream,
+                        why=f"colour code {code} is not fused yet")
+
+
+def reference(src, code, dcn=0):
+    return cv2.cvtColor(src, code, dstCn=dcn)

@@ -1,0 +1,149 @@
+"""Helpers every op family uses to turn a cv2.cuda call into a recorded node."""
+import numbers
+
+import numpy as np
+
+from .. import runtime
+from .._types import DEPTH_DTYPE, DEPTH_NAME, MAX_CHANNELS, split_type, type_name
+from ..errors import StsBadArg, StsUnmatchedFormats, StsUnmatchedSizes, StsUnsupportedFormat, cv_error
+from ..ir import Node
+from ..runtime import STATE
+
+API = {}          # cv2.cuda name -> function, patched in by lazycv.enable()
+
+
+def cuda_api(name):
+    """Register ``fn`` as ``cv2.cuda.<name>``; calls run under the runtime lock."""
+    def deco(fn):
+        def wrapper(*args, **kw):
+            with STATE.lock:
+                return fn(*args, **kw)
+        wrapper.__name__ = name
+        wrapper.__qualname__ = name
+        wrapper.__doc__ = fn.__doc__
+        wrapper.__wrapped__ = fn
+        API[name] = wrapper
+        return wrapper
+    return deco
+
+
+def gpumat_cls():
+    from ..facade.gpumat import GpuMat
+    return GpuMat
+
+
+def src_mat(func, m, name="src"):
+    """Validate a GpuMat input (not empty, a lazycv GpuMat)."""
+    GpuMat = gpumat_cls()
+    if not isinstance(m, GpuMat):
+        from ..facade.interop import adopt_native
+        m2 = adopt_native(m)
+        if m2 is None:
+            what = "numpy.ndarray (upload it to a GpuMat first)" if isinstance(m, np.ndarray) else type(m).__name__
+            raise cv_error(func, f"{name} must be a cv2.cuda.GpuMat, got {what}", StsBadArg)
+        m = m2
+    if m.empty():
+        raise cv_error(func, f"{name} is empty (!{name}.empty())", StsBadArg)
+    return m
+
+
+def check_depth(func, m, allowed, name="src"):
+    if m._depth not in allowed:
+        names = "/".join(DEPTH_NAME[d] for d in sorted(allowed))
+        raise cv_error(func, f"unsupported depth of {name}: expected {names}, got {DEPTH_NAME[m._depth]}",
+                       StsUnsupportedFormat)
+
+
+def check_channels(func, m, allowed, name="src"):
+    if m._cn not in allowed:
+        raise cv_error(func, f"unsupported number of channels of {name}: expected "
+                             f"{' or '.join(map(str, sorted(allowed)))}, got {m._cn}", StsUnsupportedFormat)
+
+
+def check_same(func, a, b, names=("src1", "src2"), type_too=True):
+    if (a._rows, a._cols) != (b._rows, b._cols):
+        raise cv_error(func, f"sizes of {names[0]} ({a._cols}x{a._rows}) and {names[1]} "
+                             f"({b._cols}x{b._rows}) differ", StsUnmatchedSizes)
+    if type_too and (a._depth, a._cn) != (b._depth, b._cn):
+        raise cv_error(func, f"types of {names[0]} ({type_name(a.type())}) and {names[1]} "
+                             f"({type_name(b.type())}) differ", StsUnmatchedFormats)
+
+
+def check_stream(func, stream):
+    if stream is not None:
+        from ..facade.stream import Stream
+        if not isinstance(stream, Stream):
+            raise cv_error(func, f"stream must be a cv2.cuda.Stream, got {type(stream).__name__}", StsBadArg)
+
+
+def check_dst(func, dst):
+    if dst is not None and not isinstance(dst, gpumat_cls()):
+        raise cv_error(func, f"dst must be a cv2.cuda.GpuMat, got {type(dst).__name__}", StsBadArg)
+
+
+def depth_arg(func, dtype, default):
+    """OpenCV's ``dtype``/``rtype`` argument: -1 keeps ``default``; a full type code gives its depth."""
+    if dtype is None or int(dtype) < 0:
+        return default
+    dc = split_type(int(dtype))
+    if dc is None:
+        raise cv_error(func, f"unsupported dtype {dtype}", StsUnsupportedFormat)
+    return dc[0]
+
+
+def scalar4(func, s, name="scalar", broadcast=False):
+    """A cv::Scalar from a number or a sequence of up to 4 numbers (missing entries are 0).
+
+    OpenCV's bindings differ by parameter kind: a bare number given where an InputArray is
+    expected (``cv2.add(img, 5.0)``) applies to every channel (``broadcast``); given where a
+    Scalar is expected (``setTo(5)``) it is ``(5, 0, 0, 0)``. A tuple is always per channel.
+    """
+    if isinstance(s, numbers.Number) and not isinstance(s, bool):
+        return (float(s),) * 4 if broadcast else (float(s), 0.0, 0.0, 0.0)
+    if isinstance(s, np.ndarray):
+        if s.size == 1 and broadcast:
+            return (float(s.ravel()[0]),) * 4
+        s = s.ravel().tolist()
+    try:
+        vals = [float(v) for v in s]
+    except Exception:
+        raise cv_error(func, f"{name} must be a number or a tuple of up to 4 numbers, got {s!r}", StsBadArg)
+    if not 1 <= len(vals) <= 4:
+        raise cv_error(func, f"{name} must have 1 to 4 values, got {len(vals)}", StsBadArg)
+    return tuple(vals + [0.0] * (4 - len(vals)))
+
+
+def is_scalar_like(x):
+    GpuMat = gpumat_cls()
+    if isinstance(x, GpuMat):
+        return False
+    if isinstance(x, numbers.Number) and not isinstance(x, bool):
+        return True
+    if isinstance(x, (tuple, list)) and 1 <= len(x) <= 4 and all(isinstance(v, numbers.Number) for v in x):
+        return True
+    if isinstance(x, np.ndarray) and x.size <= 4 and x.dtype.kind in "iuf":
+        return True
+    return False
+
+
+def node(op_name, inputs, static, dyn, rows, cols, depth, cn):
+    from .base import REGISTRY
+    return Node(REGISTRY[op_name], tuple(inputs), static, dyn, rows, cols, depth, cn)
+
+
+def result(func, nd, dst=None, stream=None):
+    """Hand a new node to the user: a new lazy GpuMat, or ``dst`` made to hold it."""
+    check_dst(func, dst)
+    check_stream(func, stream)
+    GpuMat = gpumat_cls()
+    if dst is None:
+        return GpuMat._lazy(nd)
+    return dst._assign_result(nd)
+
+
+def dtype_of(depth):
+    return DEPTH_DTYPE[depth]
+
+
+__all__ = ["API", "cuda_api", "src_mat", "check_depth", "check_channels", "check_same", "check_stream",
+           "depth_arg", "scalar4", "is_scalar_like", "node", "result", "MAX_CHANNELS"]

@@ -1,0 +1,154 @@
+"""Data movement: ROI crops of pending results, fills (setTo), masked selects, copies."""
+import cv2
+
+from .._types import DEPTH_RANGE, is_float
+from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
+from .base import OpDef
+from .common import check_same, check_stream, gpumat_cls, node, scalar4, src_mat
+
+
+class Crop(OpDef):
+    """A window of the input: output (y, x) reads input (y + oy, x + ox)."""
+    name = "crop"
+    pointwise = False
+
+    def emit(self, ctx, n, y, x):
+        oy, ox = ctx.dyn(n, 0, "i"), ctx.dyn(n, 1, "i")
+        return ctx.read(n.inputs[0], ctx.let(f"{y} + {oy}", "y"), ctx.let(f"{x} + {ox}", "x"))
+
+
+class Fill(OpDef):
+    """A constant image (setTo without a mask, or GpuMat(rows, cols, type, s))."""
+    name = "fill"
+
+    def emit(self, ctx, n, y, x):
+        kind = "i" if not is_float(n.depth) else ("f64" if n.depth == cv2.CV_64F else "f32")
+        return [ctx.dyn(n, c, kind) for c in range(n.cn)]
+
+
+class Select(OpDef):
+    """mask ? a : b — how masked writes keep the pixels the mask leaves out."""
+    name = "select"
+
+    def emit(self, ctx, n, y, x):
+        m = ctx.read(n.inputs[0], y, x)
+        cond = " or ".join(f"{v} != 0" for v in m)
+        a = ctx.read(n.inputs[1], y, x)
+        b = ctx.read(n.inputs[2], y, x)
+        return [f"{ai} if ({cond}) else {bi}" for ai, bi in zip(a, b)]
+
+
+def crop_node(value, y, x, h, w):
+    return node("crop", [value], (), (y, x), h, w, value.depth, value.cn)
+
+
+def fill_values(depth, s):
+    """setTo's scalar converted to the mat's depth (saturate_cast: round half to even, clamp)."""
+    if is_float(depth):
+        return tuple(float(v) for v in s)
+    lo, hi = DEPTH_RANGE[depth]
+    return tuple(min(max(int(round(v)), lo), hi) for v in s)
+
+
+def fill_node(rows, cols, depth, cn, s):
+    return node("fill", [], (), fill_values(depth, s), rows, cols, depth, cn)
+
+
+def mask_mat(func, mask, like):
+    mask = src_mat(func, mask, "mask")
+    if mask._depth != cv2.CV_8U or mask._cn != 1:
+        raise cv_error(func, f"mask must be CV_8UC1, got {mask}", StsUnsupportedFormat)
+    check_same(func, like, mask, ("src", "mask"), type_too=False)
+    return mask
+
+
+def masked(func, new_value, mask, old_value):
+    """The value a masked write leaves: the new value where mask != 0, the old one elsewhere."""
+    return node("select", [mask._value(func, "mask"), new_value, old_value], (), (),
+                new_value.rows, new_value.cols, new_value.depth, new_value.cn)
+
+
+def set_to(self, *args, **kw):
+    """GpuMat.setTo(s[, mask][, stream]): recorded as a pending write, so a constant image that
+    is only consumed by fused ops never has to be written."""
+    func = "GpuMat::setTo"
+    from ..facade.stream import Stream
+    GpuMat = gpumat_cls()
+    s = kw.pop("s", kw.pop("value", None))
+    args = list(args)
+    if s is None:
+        if not args:
+            raise cv_error(func, "missing the value to set", StsBadArg)
+        s = args.pop(0)
+    mask, stream = kw.pop("mask", None), kw.pop("stream", None)
+    if kw:
+        raise cv_error(func, f"unexpected arguments {sorted(kw)}", StsBadArg)
+    for a in args:
+        if isinstance(a, Stream):
+            stream = a
+        elif isinstance(a, GpuMat):
+            mask = a
+        elif a is not None:
+            raise cv_error(func, f"unexpected argument {a!r}", StsBadArg)
+    check_stream(func, stream)
+    s = scalar4(func, s, "value")
+    if self.empty():
+        return self
+    fill = fill_node(self._rows, self._cols, self._depth, self._cn, s)
+    if mask is not None:
+        mask = mask_mat(func, mask, self)
+        self._prepare_write(whole_region=False)
+        fill = masked(func, fill, mask, self._value(func))
+    else:
+        self._prepare_write()
+    self._set_pending_write(fill)
+    return self
+
+
+def copy_to(self, *args, **kw):
+    """GpuMat.copyTo([dst][, mask][, stream]) -> dst."""
+    func = "GpuMat::copyTo"
+    from ..facade.stream import Stream
+    GpuMat = gpumat_cls()
+    dst, mask, stream = kw.pop("dst", None), kw.pop("mask", None), kw.pop("stream", None)
+    if kw:
+        raise cv_error(func, f"unexpected arguments {sorted(kw)}", StsBadArg)
+    mats = []
+    for a in args:
+        if isinstance(a, Stream):
+            stream = a
+        elif isinstance(a, GpuMat):
+            mats.append(a)
+        elif a is not None:
+            raise cv_error(func, f"unexpected argument {a!r}", StsBadArg)
+    # copyTo(dst), copyTo(mask, dst): with two mats the first is the mask (OpenCV's order)
+    if len(mats) == 1:
+        if dst is None and mask is None:
+            dst = mats[0]
+        elif dst is None:
+            dst = mats[0]
+        else:
+            mask = mats[0]
+    elif len(mats) == 2:
+        mask, dst = mats
+    elif len(mats) > 2:
+        raise cv_error(func, "too many GpuMat arguments", StsBadArg)
+    check_stream(func, stream)
+    src = src_mat(func, self, "src")
+    value = src._value(func)
+    if mask is not None:
+        mask = mask_mat(func, mask, src)
+        GpuMatT = gpumat_cls()
+        if dst is None:
+            dst = GpuMatT()
+        if dst.empty() or dst.size() != src.size() or dst.type() != src.type():
+            dst.create(src._rows, src._cols, src.type())
+            dst.setTo(0)
+        old = dst._value(func, "dst")
+        return dst._assign_result(masked(func, value, mask, old))
+    copy = node("crop", [value], (), (0, 0), src._rows, src._cols, src._depth, src._cn)
+    if dst is None:
+        return gpumat_cls()._lazy(copy)
+    if dst is self:
+        return self
+    return dst._assign_result(copy)

@@ -1,0 +1,133 @@
+"""resize: NEAREST and LINEAR fused (every depth); AREA, CUBIC, LANCZOS4 and the *_EXACT modes
+fall back to CPU OpenCV until they are fused.
+
+Mapping: by default CPU cv2.resize's (pixel centres, ``src = (dst + 0.5) * scale - 0.5``);
+``lazycv.enable(resize_mapping="opencv-cuda")`` gives OpenCV's CUDA module's ``src = dst *
+scale`` for LINEAR. NEAREST is ``floor(dst * scale)`` in both.
+"""
+import cv2
+
+from .._types import is_float
+from ..errors import StsBadArg, StsBadSize, StsOutOfRange, cv_error
+from ..runtime import STATE
+from .base import OpDef, saturate
+from .common import cuda_api, node, result, src_mat
+from .fallback import cpu_fallback
+
+FUSED = (cv2.INTER_NEAREST, cv2.INTER_LINEAR)
+FALLBACK = tuple(getattr(cv2, n) for n in ("INTER_AREA", "INTER_CUBIC", "INTER_LANCZOS4",
+                                            "INTER_LINEAR_EXACT", "INTER_NEAREST_EXACT") if hasattr(cv2, n))
+COEF_BITS = 11                       # OpenCV's INTER_RESIZE_COEF_BITS for 8U linear
+
+
+class Resize(OpDef):
+    """static = (interpolation, mapping); dyn = (src_rows, src_cols, scale_x, scale_y)."""
+    name = "resize"
+    pointwise = False
+
+    def tap_count(self, n):
+        return 1 if n.static[0] == cv2.INTER_NEAREST else 4
+
+    def emit(self, ctx, n, y, x):
+        interp, mapping = n.static
+        src = n.inputs[0]
+        sh, sw = ctx.dyn(n, 0, "i"), ctx.dyn(n, 1, "i")
+        sx, sy = ctx.dyn(n, 2, "f64"), ctx.dyn(n, 3, "f64")
+        if interp == cv2.INTER_NEAREST:
+            iy = ctx.let(f"min(math.floor({y} * {sy}), {sh} - 1)", "y")
+            ix = ctx.let(f"min(math.floor({x} * {sx}), {sw} - 1)", "x")
+            return list(ctx.read(src, iy, ix))
+        y0, y1, fy = self._axis(ctx, y, sy, sh, mapping)
+        x0, x1, fx = self._axis(ctx, x, sx, sw, mapping)
+        p00, p01 = ctx.read(src, y0, x0), ctx.read(src, y0, x1)
+        p10, p11 = ctx.read(src, y1, x0), ctx.read(src, y1, x1)
+        if n.depth == cv2.CV_8U and mapping == "cpu":
+            return self._fixed_point(ctx, p00, p01, p10, p11, fx, fy)
+        ft = "np.float64" if n.depth == cv2.CV_64F else "np.float32"
+        one = f"{ft}(1)"
+        wx0, wy0 = ctx.let(f"{one} - {fx}"), ctx.let(f"{one} - {fy}")
+        out = []
+        for c in range(n.cn):
+            top = f"({ft}({p00[c]}) * {wx0} + {ft}({p01[c]}) * {fx})"
+            bot = f"({ft}({p10[c]}) * {wx0} + {ft}({p11[c]}) * {fx})"
+            out.append(saturate(ctx, f"{top} * {wy0} + {bot} * {fy}", n.depth))
+        return out
+
+    @staticmethod
+    def _axis(ctx, d, scale, size, mapping):
+        """(i0, i1, frac) along one axis, clamped at the borders as cv::resize does."""
+        if mapping == "cpu":
+            f = ctx.let(f"np.float32(({d} + 0.5) * {scale} - 0.5)", "f")
+        else:
+            f = ctx.let(f"np.float32({d} * {scale})", "f")
+        i = ctx.let(f"math.floor({f})", "i")
+        frac = ctx.let(f"np.float32(0) if ({i} < 0 or {i} >= {size} - 1) else {f} - np.float32({i})", "f")
+        i0 = ctx.let(f"min(max({i}, 0), {size} - 1)", "i")
+        i1 = ctx.let(f"min({i0} + 1, {size} - 1)", "i")
+        return i0, i1, frac
+
+    @staticmethod
+    def _fixed_point(ctx, p00, p01, p10, p11, fx, fy):
+        """OpenCV's 8U path: 11-bit weights, integer horizontal pass, then the vertical pass its
+        SIMD code uses ((r >> 4) * w >> 16, summed, + 2 >> 2): bit-exact for downscaling."""
+        scale = f"np.float32({1 << COEF_BITS})"
+        ax0 = ctx.let(f"round((np.float32(1) - {fx}) * {scale})", "w")
+        ax1 = ctx.let(f"round({fx} * {scale})", "w")
+        by0 = ctx.let(f"round((np.float32(1) - {fy}) * {scale})", "w")
+        by1 = ctx.let(f"round({fy} * {scale})", "w")
+        out = []
+        for c in range(len(p00)):
+            r0 = ctx.let(f"{p00[c]} * {ax0} + {p01[c]} * {ax1}")
+            r1 = ctx.let(f"{p10[c]} * {ax0} + {p11[c]} * {ax1}")
+            out.append(f"min(max(((((({r0} >> 4) * {by0}) >> 16) + ((({r1} >> 4) * {by1}) >> 16)) + 2) >> 2, 0), 255)")
+        return out
+
+
+def output_size(func, src_w, src_h, dsize, fx, fy):
+    """(dst_w, dst_h, scale_x, scale_y) by cv::resize's rules."""
+    if dsize is not None:
+        try:
+            dw, dh = int(dsize[0]), int(dsize[1])
+        except Exception:
+            raise cv_error(func, f"dsize must be (width, height), got {dsize!r}", StsBadArg)
+    else:
+        dw = dh = 0
+    if dw < 0 or dh < 0:
+        raise cv_error(func, f"dsize must not be negative, got {(dw, dh)}", StsBadSize)
+    if dw == 0 and dh == 0:
+        fx, fy = float(fx or 0), float(fy or 0)
+        if not (fx > 0 and fy > 0):
+            raise cv_error(func, "dsize is (0, 0) and fx, fy are not both positive "
+                                 f"(!dsize.empty() || (inv_scale_x > 0 && inv_scale_y > 0)); got fx={fx}, fy={fy}",
+                           StsOutOfRange)
+        dw, dh = int(round(src_w * fx)), int(round(src_h * fy))
+        if dw <= 0 or dh <= 0:
+            raise cv_error(func, f"fx={fx}, fy={fy} give an empty {dw}x{dh} output", StsBadSize)
+        return dw, dh, 1.0 / fx, 1.0 / fy
+    if dw == 0 or dh == 0:
+        raise cv_error(func, f"dsize has a zero side: {(dw, dh)}", StsBadSize)
+    return dw, dh, 1.0 / (dw / src_w), 1.0 / (dh / src_h)
+
+
+@cuda_api("resize")
+def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, stream=None):
+    """cv2.cuda.resize(src, dsize[, dst[, fx[, fy[, interpolation[, stream]]]]])."""
+    func = "resize"
+    m = src_mat(func, src)
+    dw, dh, scale_x, scale_y = output_size(func, m._cols, m._rows, dsize, fx, fy)
+    interpolation = int(interpolation)
+    if interpolation in FUSED:
+        mapping = "cuda" if (STATE.resize_mapping == "opencv-cuda" and interpolation == cv2.INTER_LINEAR) \
+            else "cpu"
+        nd = node("resize", [m._value(func)], (interpolation, mapping),
+                  (m._rows, m._cols, scale_x, scale_y), dh, dw, m._depth, m._cn)
+        return result(func, nd, dst, stream)
+    if interpolation in FALLBACK:
+        return cpu_fallback(func, lambda a: cv2.resize(a, (dw, dh), interpolation=interpolation),
+                            [m], dst, stream, why=f"interpolation {interpolation} is not fused yet")
+    raise cv_error(func, f"unknown interpolation {interpolation}: expected one of cv2.INTER_NEAREST, "
+                         "INTER_LINEAR, INTER_CUBIC, INTER_AREA, INTER_LANCZOS4", StsBadArg)
+
+
+def reference(src, dsize, fx=0, fy=0, interpolation=cv2.INTER_LINEAR):
+    return cv2.resize(src, dsize, fx=fx, fy=fy, interpolation=interpolation)

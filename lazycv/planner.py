@@ -1,0 +1,86 @@
+"""What fuses: partition the pending graph into kernels.
+
+Rules (docs/architecture.md explains them):
+
+1. Element-wise ops and single-tap gathers (crop, channel moves, nearest resize) always fuse
+   into their consumer: recomputing them costs a few instructions, writing them costs memory.
+2. A multi-tap gather (a bilinear resize reads 4 input pixels) fuses into its consumer unless
+   the consumer path already passes through another multi-tap gather: resize(resize(x)) would
+   evaluate the inner resize 4 times per output pixel, so the inner one is written once instead
+   (a *hard cut*: its consumers read it from memory, in a later phase).
+3. Every 64 levels of pending depth are hard-cut, bounding kernel size for accumulation loops.
+4. Results that must be written (sinks) do not stop fusion: a consumer in the same launch
+   recomputes them in registers, so writing a result and using it costs no extra read.
+5. Outputs of the same size and phase share one kernel (several outputs per launch).
+6. ``fuse=False`` (eager mode) hard-cuts every node: one kernel per op, as OpenCV's CUDA module.
+"""
+from .ir import resolved, walk
+
+DEPTH_CUT = 64
+
+
+class Kernel:
+    """One launch: ``outputs`` are values written to memory, all of size ``rows x cols``."""
+    __slots__ = ("outputs", "rows", "cols", "nodes", "level")
+
+    def __init__(self, rows, cols, level):
+        self.rows, self.cols, self.level = rows, cols, level
+        self.outputs, self.nodes = [], []
+
+
+def hard_cuts(nodes, fuse):
+    """ids of nodes whose consumers must read them from memory."""
+    if not fuse:
+        return {id(n) for n in nodes}
+    hard, under = set(), {}
+    for n in reversed(nodes):                      # consumers before producers
+        if id(n) not in hard and n.height % DEPTH_CUT == DEPTH_CUT - 1:
+            hard.add(id(n))
+        flag = (under.get(id(n), False) and id(n) not in hard) or n.op.tap_count(n) > 1
+        for i in n.inputs:
+            i = resolved(i)
+            if i.is_source or id(i) in hard:
+                continue
+            if flag and i.op.tap_count(i) > 1:
+                hard.add(id(i))
+            else:
+                under[id(i)] = under.get(id(i), False) or flag
+    return hard
+
+
+def plan(sink_values, fuse=True):
+    """Kernels, in launch order, that compute ``sink_values`` (pending nodes)."""
+    nodes = walk(sink_values)
+    hard = hard_cuts(nodes, fuse)
+    is_output = hard | {id(v) for v in sink_values}
+
+    level, region = {}, {}
+    for n in nodes:                                # producers before consumers
+        if id(n) not in is_output:
+            continue
+        lv, members, stack, seen = 0, [n], list(n.inputs), {id(n)}
+        while stack:
+            i = resolved(stack.pop())
+            if i.is_source or id(i) in seen:
+                continue
+            seen.add(id(i))
+            if id(i) in hard:
+                lv = max(lv, level[id(i)] + 1)
+                continue
+            members.append(i)
+            stack.extend(i.inputs)
+        level[id(n)] = lv
+        region[id(n)] = members
+
+    kernels = {}
+    for n in nodes:
+        if id(n) not in is_output:
+            continue
+        key = (level[id(n)], n.rows, n.cols)
+        k = kernels.get(key)
+        if k is None:
+            k = kernels[key] = Kernel(n.rows, n.cols, level[id(n)])
+        k.outputs.append(n)
+        have = {id(m) for m in k.nodes}
+        k.nodes.extend(m for m in region[id(n)] if id(m) not in have)
+    return sorted(kernels.values(), key=lambda k: k.level)

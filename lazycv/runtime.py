@@ -1,0 +1,275 @@
+"""Global state and the flush: pending lazy results -> planned kernels -> launches.
+
+Everything that touches the pending graph holds ``STATE.lock`` (an RLock), so lazycv may be
+called from several threads at once.
+
+Memory-order rules (what makes lazy execution equal eager execution):
+
+* RAW: recording a read of a buffer that has a pending write flushes that write first.
+* WAR: before a buffer is overwritten, pending results that still read it are computed —
+  unless the whole buffer is being replaced and its address was never handed out, in which
+  case the buffer is *renamed* (the readers keep the old one; the GpuMat gets a fresh one).
+* Results with a pending write into user memory (``dst=``, ``setTo``, ``copyTo``) are always
+  computed at the next flush; other results are computed when something needs them, and only
+  the live ones that no other live pending result consumes (*sinks*) are written, so
+  intermediates a user merely kept a name for do not cost memory traffic.
+"""
+import os
+import sys
+import threading
+import weakref
+
+import numpy as np
+
+from . import backends, codegen, planner
+from ._types import DEPTH_DTYPE
+from .ir import Allocation, Source, resolved, source_bufs, walk
+
+STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "cache_hits",
+             "fallbacks", "bytes_h2d", "bytes_d2h", "flushes")
+AUTO_FLUSH_OPS = 20000
+
+
+class State:
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.enabled = False
+        self.backend_name = None
+        self.backend = None
+        self.fuse = True
+        self.resize_mapping = "opencv-cpu"
+        self.pending = []                    # weakrefs to lazy GpuMats, in recording order
+        self.stats = dict.fromkeys(STAT_KEYS, 0)
+        self.caches = {}
+        self.since_flush = 0
+
+    def kernel_cache(self):
+        c = self.caches.get(self.backend_name)
+        if c is None:
+            c = self.caches[self.backend_name] = codegen.KernelCache(self.backend)
+        return c
+
+
+STATE = State()
+
+
+def debug_level():
+    try:
+        return int(os.environ.get("LAZYCV_DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
+def select_backend(name=None):
+    """Resolve and activate a backend ("cuda", "cpu", "cuda-sim"; None = auto)."""
+    if name is None:
+        env = os.environ.get("LAZYCV_BACKEND")
+        if env:
+            name = env
+        elif os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+            name = "cuda-sim"
+        else:
+            name = "cuda" if backends.cuda_usable() else "cpu"
+    if name not in backends.NAMES:
+        raise ValueError(f"lazycv: unknown backend {name!r}; expected one of {backends.NAMES} or None")
+    if name == "cuda" and not backends.cuda_usable():
+        raise RuntimeError("lazycv: backend 'cuda' requested but no usable CUDA GPU was found "
+                           "(use backend='cpu', or None to choose automatically)")
+    with STATE.lock:
+        if STATE.backend_name != name:
+            flush()
+        STATE.backend = backends.get(name)
+        STATE.backend_name = name
+    return STATE.backend
+
+
+def backend():
+    if STATE.backend is None:
+        select_backend(None)
+    return STATE.backend
+
+
+# ---------------------------------------------------------------- pending bookkeeping
+
+def register_pending(mat):
+    STATE.pending.append(weakref.ref(mat))
+    STATE.stats["ops_recorded"] += 1
+    STATE.since_flush += 1
+    if STATE.since_flush > AUTO_FLUSH_OPS:
+        flush()
+
+
+def live_pending():
+    """Live GpuMats that still have pending work, pruning the dead ones."""
+    alive, refs = [], []
+    for r in STATE.pending:
+        m = r()
+        if m is not None and m._node is not None:
+            alive.append(m)
+            refs.append(r)
+    STATE.pending = refs
+    return alive
+
+
+def readers_of(buf, exclude=None):
+    """Live pending GpuMats whose computation reads ``buf``."""
+    out = []
+    key = id(buf)
+    for m in live_pending():
+        if m is exclude:
+            continue
+        if key in source_bufs([m._node]):
+            out.append(m)
+    return out
+
+
+def writers_of(alloc, exclude=None):
+    out = []
+    refs = []
+    for r in alloc.writers:
+        m = r()
+        if m is not None and m._node is not None and m._alloc is alloc:
+            refs.append(r)
+            if m is not exclude:
+                out.append(m)
+    alloc.writers = refs
+    return out
+
+
+def before_read(alloc, exclude=None):
+    """RAW: a read of ``alloc`` must see its pending writes."""
+    if alloc.writers:
+        w = writers_of(alloc, exclude)
+        if w:
+            flush(w)
+
+
+def before_write(alloc, whole=False, exclude=None):
+    """WAR/WAW before ``alloc`` is overwritten. Returns True when the caller may write in place,
+    False when it renamed the buffer (``whole`` writes of unexported buffers only)."""
+    before_read(alloc, exclude)
+    readers = readers_of(alloc.buf, exclude)
+    if not readers:
+        return True
+    if whole and not alloc.exported:
+        alloc.buf = STATE.backend.alloc(alloc.buf.shape[0], alloc.buf.shape[1], alloc.buf.dtype)
+        return True
+    flush(readers)
+    return True
+
+
+# ---------------------------------------------------------------- flush and execution
+
+def flush(requested=()):
+    """Compute the requested pending results together with every pending sink."""
+    with STATE.lock:
+        mats = live_pending()
+        STATE.since_flush = 0
+        if not mats:
+            return
+        consumed = set()
+        for m in mats:
+            for n in walk([m._node]):
+                for i in n.inputs:
+                    consumed.add(id(resolved(i)))
+        req = {id(m) for m in requested}
+        sinks = [m for m in mats
+                 if id(m) in req or m._alloc is not None or id(m._node) not in consumed]
+        if sinks:
+            execute(sinks)
+
+
+def _output_region(mat):
+    """Where a sink's kernel writes: its own region when it has memory, else a new buffer."""
+    if mat._alloc is None:
+        buf = STATE.backend.alloc(mat._rows, mat._cols * mat._cn, DEPTH_DTYPE[mat._depth])
+        return Allocation(buf), 0, 0
+    return mat._alloc, mat._y0, mat._x0
+
+
+def execute(sinks):
+    """Plan and launch the kernels computing ``sinks`` (pending GpuMats)."""
+    be = STATE.backend
+    by_node = {}
+    for m in sinks:
+        by_node.setdefault(id(m._node), []).append(m)
+    values = []
+    for m in sinks:
+        if not values or all(v is not m._node for v in values):
+            values.append(m._node)
+    kernels = planner.plan(values, STATE.fuse)
+    if debug_level() >= 1:
+        from .explain import explain_plan
+        print(explain_plan(kernels), file=sys.stderr)
+    for k in kernels:
+        outputs = []
+        for n in k.outputs:
+            mats = by_node.get(id(n))
+            if mats:
+                alloc, y0, x0 = _output_region(mats[0])
+            else:
+                alloc, y0, x0 = None, 0, 0
+            buf = alloc.buf if alloc else be.alloc(n.rows, n.cols * n.cn, DEPTH_DTYPE[n.depth])
+            outputs.append((n, buf, y0, x0, alloc))
+        _launch(k, [o[:4] for o in outputs])
+        for n, buf, y0, x0, alloc in outputs:
+            n.result = Source(buf, y0, x0, n.rows, n.cols, n.depth, n.cn)
+            for m in by_node.get(id(n), ()):
+                if m._node is n:
+                    m._bind_result(alloc, y0, x0)
+        STATE.stats["kernels_launched"] += 1
+        if len(k.nodes) > 1:
+            STATE.stats["ops_fused"] += len(k.nodes)
+
+
+def _launch(kernel, outputs):
+    be = STATE.backend
+    layout = codegen.KernelLayout([(n, None) for n, *_ in outputs])
+    compiled = STATE.kernel_cache().get(layout, STATE.stats)
+    # In-place safety: an output buffer that the kernel also reads is fine only when every read
+    # of it is at the output pixel itself; otherwise compute into a temporary and copy.
+    copies = []
+    read_bufs = {}
+    for vi, v in enumerate(layout.values):
+        if v.is_source:
+            read_bufs.setdefault(id(v.buf), []).append((vi, v))
+    final = []
+    for n, buf, y0, x0 in outputs:
+        reads = read_bufs.get(id(buf))
+        if reads and not all(compiled.source_reads.get(vi, True) and (v.y0, v.x0) == (y0, x0)
+                             for vi, v in reads):
+            tmp = be.alloc(n.rows, n.cols * n.cn, buf.dtype)
+            copies.append((Source(tmp, 0, 0, n.rows, n.cols, n.depth, n.cn), buf, y0, x0))
+            final.append((tmp, 0, 0))
+        else:
+            final.append((buf, y0, x0))
+    args = gather_args(compiled.recipe, layout.values)
+    for buf, y0, x0 in final:
+        args += (buf, y0, x0)
+    be.launch(compiled, kernel.rows, kernel.cols, args)
+    for src, buf, y0, x0 in copies:
+        copy_region(src, buf, y0, x0)
+
+
+_CONVERT = {"i": int, "f32": np.float32, "f64": float}
+
+
+def gather_args(recipe, values):
+    args = []
+    for item in recipe:
+        if item[0] == "src":
+            v = values[item[1]]
+            args += (v.buf, v.y0, v.x0)
+        else:
+            _, vi, k, kind = item
+            args.append(_CONVERT[kind](values[vi].dyn[k]))
+    return tuple(args)
+
+
+def copy_region(src, buf, y0, x0):
+    """Copy a materialised region into ``buf`` at (y0, x0) with one generated kernel."""
+    layout = codegen.KernelLayout([(src, None)])
+    compiled = STATE.kernel_cache().get(layout, STATE.stats)
+    args = gather_args(compiled.recipe, layout.values) + (buf, y0, x0)
+    STATE.backend.launch(compiled, src.rows, src.cols, args)
+    STATE.stats["kernels_launched"] += 1

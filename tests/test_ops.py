@@ -1,0 +1,267 @@
+"""Each fused op against CPU OpenCV, over depths, channel counts and awkward sizes (SPEC §3)."""
+import cv2
+import numpy as np
+import pytest
+
+import lazycv
+from lazycv.ops import convert as convert_ops
+
+from .conftest import DEPTHS, SIM, assert_close, rand_image, upload
+
+SIZES = [(1, 1), (1, 7), (7, 1), (5, 13), (17, 33)] if not SIM else [(1, 1), (3, 5), (6, 11)]
+DEPTH_LIST = list(DEPTHS)
+
+
+def _tol_resize(depth, interp):
+    if interp == cv2.INTER_NEAREST:
+        return 0
+    return 1 if depth != cv2.CV_32F else 1e-2
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("interp", [cv2.INTER_NEAREST, cv2.INTER_LINEAR])
+@pytest.mark.parametrize("depth", DEPTH_LIST)
+@pytest.mark.parametrize("cn", [1, 3, 4])
+def test_resize_matches_cpu(rng, interp, depth, cn):
+    for (h, w), (dh, dw) in [((9, 14), (5, 7)), ((6, 5), (11, 13)), ((1, 1), (3, 2)), ((8, 8), (1, 1))]:
+        src = rand_image(rng, h, w, cn, DEPTHS[depth])
+        got = cv2.cuda.resize(upload(src), (dw, dh), interpolation=interp).download()
+        ref = cv2.resize(src, (dw, dh), interpolation=interp)
+        assert_close(got, ref, _tol_resize(depth, interp), what=f"{h}x{w}->{dh}x{dw}")
+
+
+def test_resize_w1_shape_is_bit_exact(rng):
+    src = rand_image(rng, 108, 192, 3, np.uint8)
+    got = cv2.cuda.resize(upload(src), (64, 64)).download()
+    assert_close(got, cv2.resize(src, (64, 64)), 0)
+
+
+@pytest.mark.sim
+def test_resize_fx_fy(rng):
+    src = rand_image(rng, 7, 10, 3, np.uint8)
+    got = cv2.cuda.resize(upload(src), (0, 0), fx=0.5, fy=1.5).download()
+    ref = cv2.resize(src, (0, 0), fx=0.5, fy=1.5)
+    assert_close(got, ref, 1)
+
+
+def test_resize_opencv_cuda_mapping(rng):
+    """src = dst * scale with no half-pixel shift, as OpenCV's CUDA module computes it."""
+    src = rand_image(rng, 10, 12, 1, np.float32)
+    with lazycv.enabled(resize_mapping="opencv-cuda"):
+        got = cv2.cuda.resize(upload(src), (6, 5)).download()
+    sy, sx = 10 / 5, 12 / 6
+    ref = np.empty((5, 6), np.float32)
+    for y in range(5):
+        for x in range(6):
+            fy, fx = y * sy, x * sx
+            y0, x0 = int(np.floor(fy)), int(np.floor(fx))
+            ay, ax = fy - y0, fx - x0
+            y1, x1 = min(y0 + 1, 9), min(x0 + 1, 11)
+            ref[y, x] = (src[y0, x0] * (1 - ax) + src[y0, x1] * ax) * (1 - ay) + \
+                        (src[y1, x0] * (1 - ax) + src[y1, x1] * ax) * ay
+    assert_close(got, ref, 1e-5)
+
+
+def test_resize_fallback_interpolations(rng):
+    src = rand_image(rng, 20, 30, 3, np.uint8)
+    for interp in (cv2.INTER_AREA, cv2.INTER_CUBIC, cv2.INTER_LANCZOS4):
+        lazycv.reset_stats()
+        got = cv2.cuda.resize(upload(src), (13, 9), interpolation=interp).download()
+        assert_close(got, cv2.resize(src, (13, 9), interpolation=interp), 0)
+        assert lazycv.stats()["fallbacks"] == 1
+
+
+CVT = [(cv2.COLOR_BGR2RGB, 3), (cv2.COLOR_RGB2BGR, 3), (cv2.COLOR_BGR2BGRA, 3), (cv2.COLOR_BGRA2BGR, 4),
+       (cv2.COLOR_BGR2RGBA, 3), (cv2.COLOR_RGBA2BGR, 4), (cv2.COLOR_BGRA2RGBA, 4), (cv2.COLOR_RGB2RGBA, 3),
+       (cv2.COLOR_BGR2GRAY, 3), (cv2.COLOR_RGB2GRAY, 3), (cv2.COLOR_BGRA2GRAY, 4), (cv2.COLOR_RGBA2GRAY, 4),
+       (cv2.COLOR_GRAY2BGR, 1), (cv2.COLOR_GRAY2BGRA, 1), (cv2.COLOR_GRAY2RGBA, 1)]
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("code,scn", CVT)
+@pytest.mark.parametrize("depth", [cv2.CV_8U, cv2.CV_16U, cv2.CV_32F])
+def test_cvtcolor_matches_cpu(rng, code, scn, depth):
+    for h, w in SIZES:
+        src = rand_image(rng, h, w, scn, DEPTHS[depth])
+        got = cv2.cuda.cvtColor(upload(src), code).download()
+        ref = cv2.cvtColor(src, code)
+        assert_close(got, ref, 1e-5 if depth == cv2.CV_32F else 0, rel=1e-5, what=f"{h}x{w}")
+    assert lazycv.stats()["fallbacks"] == 0
+
+
+def test_cvtcolor_other_codes_fall_back(rng):
+    src = rand_image(rng, 9, 11, 3, np.uint8)
+    got = cv2.cuda.cvtColor(upload(src), cv2.COLOR_BGR2HSV).download()
+    assert_close(got, cv2.cvtColor(src, cv2.COLOR_BGR2HSV), 0)
+    assert lazycv.stats()["fallbacks"] == 1
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("sdepth", DEPTH_LIST)
+@pytest.mark.parametrize("ddepth", DEPTH_LIST + [cv2.CV_64F, cv2.CV_32S])
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1 / 255, 0.0), (2.5, -3.25), (-1.0, 0.5)])
+def test_convert_to(rng, sdepth, ddepth, alpha, beta):
+    src = rand_image(rng, 5, 9, 3, DEPTHS[sdepth])
+    got = upload(src).convertTo(ddepth, alpha=alpha, beta=beta).download()
+    ref = convert_ops.reference(src, ddepth, alpha, beta)
+    # the reference is OpenCV's rule; rounding of a float product sitting on .5 may differ by 1
+    assert_close(got, ref, 1 if ref.dtype.kind != "f" else 1e-6, rel=1e-6)
+
+
+def test_convert_to_positional_forms(rng):
+    src = rand_image(rng, 4, 6, 1, np.uint8)
+    g = upload(src)
+    a = g.convertTo(cv2.CV_32F, 2.0, 1.0).download()
+    dst = cv2.cuda_GpuMat()
+    b = g.convertTo(cv2.CV_32F, 2.0, 1.0, cv2.cuda.Stream.Null(), dst)
+    assert b is dst
+    np.testing.assert_array_equal(a, src.astype(np.float32) * 2 + 1)
+    np.testing.assert_array_equal(dst.download(), a)
+
+
+ARITH = ["add", "subtract", "multiply", "divide", "absdiff", "min", "max"]
+
+
+def _ref(name, a, b, **kw):
+    return getattr(cv2, name)(a, b, **kw)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", ARITH)
+@pytest.mark.parametrize("depth", DEPTH_LIST)
+@pytest.mark.parametrize("cn", [1, 3])
+def test_arith_two_images(rng, name, depth, cn):
+    a = rand_image(rng, 4, 7, cn, DEPTHS[depth])
+    b = rand_image(rng, 4, 7, cn, DEPTHS[depth])
+    if name == "divide" and depth != cv2.CV_32F:
+        b.flat[::3] = 0                          # integer division by zero gives 0
+    got = getattr(cv2.cuda, name)(upload(a), upload(b)).download()
+    ref = _ref(name, a, b)
+    assert_close(got, ref, 0 if depth != cv2.CV_32F else 1e-6, rel=1e-5)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide"])
+@pytest.mark.parametrize("depth", DEPTH_LIST)
+@pytest.mark.parametrize("scalar", [(1.5, -2.5, 7.25, 0.0), 3, (0.485, 0.456, 0.406)])
+def test_arith_with_scalar(rng, name, depth, scalar):
+    a = rand_image(rng, 3, 5, 3, DEPTHS[depth])
+    got = getattr(cv2.cuda, name)(upload(a), scalar).download()
+    s = tuple(scalar) + (0,) * (4 - len(scalar)) if isinstance(scalar, tuple) else scalar
+    ref = _ref(name, a, s)
+    assert_close(got, ref, 0 if depth != cv2.CV_32F else 1e-6, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", ["multiply", "divide"])
+def test_scale_and_dtype(rng, name):
+    a = rand_image(rng, 6, 8, 1, np.uint8)
+    b = rand_image(rng, 6, 8, 1, np.uint8) | 1
+    got = getattr(cv2.cuda, name)(upload(a), upload(b), scale=0.37).download()
+    assert_close(got, _ref(name, a, b, scale=0.37), 0)
+    got = getattr(cv2.cuda, name)(upload(a), upload(b), scale=2.0, dtype=cv2.CV_32F).download()
+    assert_close(got, _ref(name, a, b, scale=2.0, dtype=cv2.CV_32F), 0, rel=1e-6)
+
+
+def test_add_with_mask_and_dst(rng):
+    a = rand_image(rng, 6, 8, 3, np.uint8)
+    b = rand_image(rng, 6, 8, 3, np.uint8)
+    mask = (rng.random((6, 8)) > 0.5).astype(np.uint8)
+    got = cv2.cuda.add(upload(a), upload(b), mask=upload(mask)).download()
+    assert_close(got, cv2.add(a, b, mask=mask), 0)
+    d0 = rand_image(rng, 6, 8, 3, np.uint8)
+    dst = upload(d0)
+    out = cv2.cuda.subtract(upload(a), upload(b), dst, upload(mask))
+    assert out is dst
+    assert_close(dst.download(), cv2.subtract(a, b, d0.copy(), mask=mask), 0)
+
+
+def test_arith_scalar_first_operand(rng):
+    a = rand_image(rng, 3, 4, 1, np.float32)
+    got = cv2.cuda.subtract(1.0, upload(a)).download()
+    assert_close(got, (np.float32(1) - a), 0)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("depth", DEPTH_LIST)
+@pytest.mark.parametrize("cn", [2, 3, 4])
+def test_split_merge(rng, depth, cn):
+    a = rand_image(rng, 5, 6, cn, DEPTHS[depth])
+    planes = cv2.cuda.split(upload(a))
+    assert len(planes) == cn
+    for c, p in enumerate(planes):
+        np.testing.assert_array_equal(p.download(), a[..., c])
+    merged = cv2.cuda.merge(planes).download()
+    np.testing.assert_array_equal(merged, a)
+
+
+def test_merge_mixed_channel_counts(rng):
+    a = rand_image(rng, 5, 6, 2, np.uint8)
+    b = rand_image(rng, 5, 6, 1, np.uint8)
+    got = cv2.cuda.merge([upload(a), upload(b)]).download()
+    np.testing.assert_array_equal(got, cv2.merge([a, b]))
+
+
+@pytest.mark.sim
+def test_roi_views_on_the_borders(rng):
+    frame = rand_image(rng, 9, 12, 3, np.uint8)
+    g = upload(frame)
+    for x, y, w, h in [(0, 0, 1, 1), (11, 8, 1, 1), (0, 0, 12, 9), (3, 0, 9, 9), (0, 4, 12, 5), (5, 2, 4, 3)]:
+        roi = cv2.cuda_GpuMat(g, (x, y, w, h))
+        assert roi.size() == (w, h)
+        np.testing.assert_array_equal(roi.download(), frame[y:y + h, x:x + w])
+        got = cv2.cuda.cvtColor(roi, cv2.COLOR_BGR2GRAY).download()
+        np.testing.assert_array_equal(got, cv2.cvtColor(np.ascontiguousarray(frame[y:y + h, x:x + w]),
+                                                        cv2.COLOR_BGR2GRAY))
+
+
+def test_roi_ranges_and_rows(rng):
+    frame = rand_image(rng, 9, 12, 1, np.float32)
+    g = upload(frame)
+    np.testing.assert_array_equal(cv2.cuda_GpuMat(g, (2, 5), (3, 7)).download(), frame[2:5, 3:7])
+    np.testing.assert_array_equal(g.rowRange(1, 4).download(), frame[1:4])
+    np.testing.assert_array_equal(g.colRange(2, 3).download(), frame[:, 2:3])
+    np.testing.assert_array_equal(g.row(8).download(), frame[8:9])
+    np.testing.assert_array_equal(g.col(0).download(), frame[:, 0:1])
+
+
+def test_set_to_and_copy_to(rng):
+    g = cv2.cuda_GpuMat(4, 5, cv2.CV_8UC3)
+    g.setTo((1.5, 300, -4))
+    np.testing.assert_array_equal(g.download(), np.broadcast_to(np.array([2, 255, 0], np.uint8), (4, 5, 3)))
+    mask = np.zeros((4, 5), np.uint8)
+    mask[1:3, 2:] = 1
+    g.setTo((9, 9, 9), upload(mask))
+    exp = np.broadcast_to(np.array([2, 255, 0], np.uint8), (4, 5, 3)).copy()
+    exp[1:3, 2:] = 9
+    np.testing.assert_array_equal(g.download(), exp)
+    dst = cv2.cuda_GpuMat()
+    g.copyTo(dst)
+    np.testing.assert_array_equal(dst.download(), exp)
+    dst2 = upload(np.zeros((4, 5, 3), np.uint8))
+    g.copyTo(upload(1 - mask), dst2)
+    np.testing.assert_array_equal(dst2.download(), np.where((1 - mask)[..., None] != 0, exp, 0))
+
+
+def test_constructors():
+    assert cv2.cuda_GpuMat is cv2.cuda.GpuMat
+    assert cv2.cuda.GpuMat().empty()
+    g = cv2.cuda_GpuMat(3, 4, cv2.CV_32FC3)
+    assert g.size() == (4, 3) and g.type() == cv2.CV_32FC3 and g.channels() == 3
+    assert g.depth() == cv2.CV_32F and g.step == 4 * 3 * 4 and g.elemSize() == 12
+    g = cv2.cuda_GpuMat((4, 3), cv2.CV_8UC1)
+    assert g.size() == (4, 3)
+    g = cv2.cuda_GpuMat(2, 2, cv2.CV_16UC1, (7,))
+    np.testing.assert_array_equal(g.download(), np.full((2, 2), 7, np.uint16))
+    a = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    g = cv2.cuda_GpuMat(a)
+    np.testing.assert_array_equal(g.download(), a)
+    h = cv2.cuda_GpuMat(g)                 # shares memory
+    h.setTo(1)
+    np.testing.assert_array_equal(g.download(), np.ones((3, 4), np.uint8))
+
+
+def test_release_and_empty():
+    g = upload(np.ones((2, 3), np.uint8))
+    assert not g.empty()
+    g.release()
+    assert g.empty() and g.size() == (0, 0)
