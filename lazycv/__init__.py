@@ -102,7 +102,7 @@ def reset_stats():
 def explain(*mats, format="text"):
     """The kernels that computing these pending results would launch (nothing runs)."""
     from . import planner
-    from .explain import explain_dot, explain_plan
+    from .report import explain_dot, explain_plan
     with _STATE.lock:
         flat = []
         for m in mats:

@@ -76,7 +76,7 @@ def plan(sink_values, fuse=True):
     for n in nodes:
         if id(n) not in is_output:
             continue
-        key = (level[id(n)], n.rows, n.cols)
+        key = (level[id(n)], n.rows, n.cols) if fuse else (level[id(n)], id(n))
         k = kernels.get(key)
         if k is None:
             k = kernels[key] = Kernel(n.rows, n.cols, level[id(n)])

@@ -199,7 +199,7 @@ def execute(sinks):
             values.append(m._node)
     kernels = planner.plan(values, STATE.fuse)
     if debug_level() >= 1:
-        from .explain import explain_plan
+        from .report import explain_plan
         print(explain_plan(kernels), file=sys.stderr)
     for k in kernels:
         outputs = []

@@ -1,0 +1,257 @@
+"""Recording, planning and memory order: what runs when, how many kernels, and that lazy
+execution equals eager execution."""
+import gc
+
+import cv2
+import numpy as np
+import pytest
+
+import lazycv
+
+from .conftest import BACKEND, SIM, assert_close, assert_fused_equals_eager, rand_image, run_both, upload
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+def w1_chain(frame, roi_rect, out_wh):
+    """The issue's example: crop -> resize -> BGR2RGB -> 1/255 -> -mean -> /std -> planes."""
+    gpu = cv2.cuda_GpuMat()
+    gpu.upload(frame)
+    roi = cv2.cuda_GpuMat(gpu, roi_rect)
+    r = cv2.cuda.resize(roi, out_wh, interpolation=cv2.INTER_LINEAR)
+    rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
+    f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
+    f = cv2.cuda.subtract(f, MEAN)
+    std = cv2.cuda_GpuMat(out_wh[1], out_wh[0], cv2.CV_32FC3)
+    std.setTo(STD)
+    f = cv2.cuda.divide(f, std)
+    return cv2.cuda.split(f)
+
+
+def w1_reference(frame, roi_rect, out_wh):
+    x, y, w, h = roi_rect
+    r = cv2.resize(np.ascontiguousarray(frame[y:y + h, x:x + w]), out_wh, interpolation=cv2.INTER_LINEAR)
+    f = cv2.cvtColor(r, cv2.COLOR_BGR2RGB).astype(np.float32) * np.float32(1 / 255)
+    f = (f - np.array(MEAN, np.float32)) / np.array(STD, np.float32)
+    return [f[..., c] for c in range(3)]
+
+
+@pytest.mark.sim
+def test_issue_example_is_one_kernel(rng):
+    h, w = (30, 40) if not SIM else (9, 12)
+    frame = rand_image(rng, h, w, 3, np.uint8)
+    rect, out = ((3, 2, w - 5, h - 4), (16, 12)) if not SIM else ((1, 1, 10, 7), (6, 5))
+    planes = w1_chain(frame, rect, out)
+    assert lazycv.stats()["kernels_launched"] == 0
+    assert planes[0].size() == out and planes[0].type() == cv2.CV_32FC1
+    chw = [p.download() for p in planes]
+    assert lazycv.stats()["kernels_launched"] == 1
+    for got, ref in zip(chw, w1_reference(frame, rect, out)):
+        assert_close(got, ref, 1e-6, rel=1e-5)
+
+
+def test_fused_equals_eager_w1(rng):
+    frame = rand_image(rng, 37, 53, 3, np.uint8)
+    fused, eager = run_both(lambda: [p.download() for p in w1_chain(frame, (1, 2, 50, 33), (21, 19))])
+    assert_fused_equals_eager(fused, eager)
+
+
+def test_eager_mode_launches_one_kernel_per_op(rng):
+    frame = rand_image(rng, 20, 24, 3, np.uint8)
+    with lazycv.enabled(backend=BACKEND, fuse=False):
+        lazycv.reset_stats()
+        [p.download() for p in w1_chain(frame, (0, 0, 24, 20), (8, 8))]
+        s = lazycv.stats()
+    # resize, cvtColor, convertTo, subtract, setTo, divide, 3 x split
+    assert s["kernels_launched"] == 9
+
+
+def test_no_recompile_when_sizes_scalars_or_rois_change(rng):
+    frame = rand_image(rng, 40, 60, 3, np.uint8)
+    [p.download() for p in w1_chain(frame, (0, 0, 60, 40), (16, 16))]
+    compiles = lazycv.stats()["compiles"]
+    frame2 = rand_image(rng, 50, 33, 3, np.uint8)
+    for rect, out in [((5, 7, 20, 30), (9, 13)), ((0, 0, 33, 50), (31, 2)), ((32, 49, 1, 1), (1, 1))]:
+        got = [p.download() for p in w1_chain(frame2, rect, out)]
+        for g, r in zip(got, w1_reference(frame2, rect, out)):
+            assert_close(g, r, 1e-6, rel=1e-5)
+    assert lazycv.stats()["compiles"] == compiles
+    g = upload(frame)
+    for scalar in [(1, 2, 3), (0.5, 9, -4)]:
+        cv2.cuda.subtract(g.convertTo(cv2.CV_32F), scalar).download()
+    c2 = lazycv.stats()["compiles"]
+    cv2.cuda.subtract(g.convertTo(cv2.CV_32F), (7, 7, 7)).download()
+    assert lazycv.stats()["compiles"] == c2
+
+
+def test_size_type_answer_without_running(rng):
+    g = upload(rand_image(rng, 10, 12, 3, np.uint8))
+    r = cv2.cuda.resize(g, (5, 4))
+    f = r.convertTo(cv2.CV_32F)
+    gray = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2GRAY)
+    assert (r.size(), r.type(), f.depth(), f.channels(), gray.channels()) == \
+        ((5, 4), cv2.CV_8UC3, cv2.CV_32F, 3, 1)
+    assert not f.empty()
+    assert lazycv.stats()["kernels_launched"] == 0
+
+
+def test_dead_results_are_never_computed(rng):
+    g = upload(rand_image(rng, 10, 12, 3, np.uint8))
+    dead = cv2.cuda.resize(g, (30, 30))
+    dead2 = cv2.cuda.cvtColor(dead, cv2.COLOR_BGR2GRAY)
+    del dead, dead2
+    gc.collect()
+    live = cv2.cuda.cvtColor(g, cv2.COLOR_BGR2RGB)
+    live.download()
+    assert lazycv.stats()["kernels_launched"] == 1
+
+
+def test_kept_intermediates_are_not_written_until_needed(rng):
+    src = rand_image(rng, 10, 12, 3, np.uint8)
+    g = upload(src)
+    r = cv2.cuda.resize(g, (6, 5))
+    rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
+    out = rgb.convertTo(cv2.CV_32F)
+    out.download()
+    assert lazycv.stats()["kernels_launched"] == 1
+    # r is still pending and still correct when asked for later
+    assert_close(r.download(), cv2.resize(src, (6, 5)), 1)
+
+
+def test_upload_after_recording_keeps_eager_order(rng):
+    a, b = rand_image(rng, 8, 9, 1, np.uint8), rand_image(rng, 8, 9, 1, np.uint8)
+    g = upload(a)
+    pending = cv2.cuda.add(g, 3)
+    view = cv2.cuda_GpuMat(g, (1, 1, 4, 4))
+    pending_view = cv2.cuda.multiply(view, 2)
+    g.upload(b)                                  # overwrite the source while reads are pending
+    assert_close(pending.download(), cv2.add(a, 3), 0)
+    assert_close(pending_view.download(), cv2.multiply(a[1:5, 1:5], 2), 0)
+    assert_close(view.download(), b[1:5, 1:5], 0)   # the view shares the new memory
+    assert_close(cv2.cuda.add(g, 3).download(), cv2.add(b, 3), 0)
+
+
+def test_exported_buffer_is_written_in_place(rng):
+    a, b = rand_image(rng, 6, 7, 1, np.uint8), rand_image(rng, 6, 7, 1, np.uint8)
+    g = upload(a)
+    ptr = g.cudaPtr()
+    pending = cv2.cuda.add(g, 1)
+    g.upload(b)
+    assert g.cudaPtr() == ptr
+    assert_close(pending.download(), cv2.add(a, 1), 0)
+    assert_close(g.download(), b, 0)
+
+
+def test_in_place_dst(rng):
+    a, b = rand_image(rng, 6, 7, 3, np.uint8), rand_image(rng, 6, 7, 3, np.uint8)
+    ga, gb = upload(a), upload(b)
+    ptr = ga.cudaPtr()
+    out = cv2.cuda.add(ga, gb, ga)
+    assert out is ga
+    assert_close(ga.download(), cv2.add(a, b), 0)
+    assert ga.cudaPtr() == ptr
+    # a gather writing into its own input goes through a temporary
+    sq = upload(a[:, :6])
+    cv2.cuda.resize(sq, (6, 6), sq, interpolation=cv2.INTER_NEAREST)
+    assert_close(sq.download(), cv2.resize(a[:, :6], (6, 6), interpolation=cv2.INTER_NEAREST), 0)
+
+
+def test_dst_view_writes_into_parent(rng):
+    big = np.zeros((8, 10, 3), np.uint8)
+    src = rand_image(rng, 4, 5, 3, np.uint8)
+    g = upload(big)
+    view = cv2.cuda_GpuMat(g, (2, 3, 5, 4))
+    cv2.cuda.cvtColor(upload(src), cv2.COLOR_BGR2RGB, view)
+    exp = big.copy()
+    exp[3:7, 2:7] = src[..., ::-1]
+    assert_close(g.download(), exp, 0)
+
+
+def test_view_of_pending_result_shares_memory(rng):
+    src = rand_image(rng, 8, 8, 1, np.uint8)
+    r = cv2.cuda.add(upload(src), 1)
+    view = cv2.cuda_GpuMat(r, (2, 2, 3, 3))
+    r.setTo(7)                                   # write through the parent...
+    np.testing.assert_array_equal(view.download(), np.full((3, 3), 7, np.uint8))   # ...seen in the view
+    view.setTo(9)                                # and the other way round
+    exp = np.full((8, 8), 7, np.uint8)
+    exp[2:5, 2:5] = 9
+    np.testing.assert_array_equal(r.download(), exp)
+
+
+def test_pending_write_then_read_through_another_view(rng):
+    g = upload(np.zeros((6, 6), np.uint8))
+    sub = cv2.cuda_GpuMat(g, (0, 0, 3, 3))
+    sub.setTo(5)
+    total = cv2.cuda.add(g, 1).download()
+    exp = np.ones((6, 6), np.uint8)
+    exp[:3, :3] = 6
+    np.testing.assert_array_equal(total, exp)
+
+
+def test_materialize_plans_together(rng):
+    g = upload(rand_image(rng, 10, 10, 3, np.uint8))
+    outs = cv2.cuda.split(cv2.cuda.cvtColor(g, cv2.COLOR_BGR2RGB))
+    lazycv.materialize(*outs)
+    assert lazycv.stats()["kernels_launched"] == 1
+    [o.download() for o in outs]
+    assert lazycv.stats()["kernels_launched"] == 1
+
+
+def test_explain_describes_the_plan(rng):
+    g = upload(rand_image(rng, 10, 12, 3, np.uint8))
+    planes = cv2.cuda.split(cv2.cuda.resize(g, (4, 4)).convertTo(cv2.CV_32F, alpha=0.5))
+    text = lazycv.explain(*planes)
+    assert "1 kernel(s)" in text and "resize" in text and "convert" in text and "channel" in text
+    assert text.count("out:") == 3
+    dot = lazycv.explain(*planes, format="dot")
+    assert dot.startswith("digraph") and "cluster_0" in dot
+    assert lazycv.stats()["kernels_launched"] == 0
+
+
+def test_resize_of_resize_is_two_phases(rng):
+    src = rand_image(rng, 20, 20, 1, np.uint8)
+    r = cv2.cuda.resize(cv2.cuda.resize(upload(src), (13, 11)), (5, 7))
+    assert "2 kernel(s)" in lazycv.explain(r)
+    assert_close(r.download(), cv2.resize(cv2.resize(src, (13, 11)), (5, 7)), 1)
+
+
+def test_long_accumulation_chain_runs(rng):
+    acc = upload(np.zeros((4, 4), np.float32))
+    one = upload(np.ones((4, 4), np.float32))
+    for _ in range(300):
+        acc = cv2.cuda.add(acc, one)
+    np.testing.assert_array_equal(acc.download(), np.full((4, 4), 300, np.float32))
+
+
+def test_stream_wait_materializes(rng):
+    s = cv2.cuda.Stream()
+    g = upload(rand_image(rng, 5, 5, 1, np.uint8))
+    r = cv2.cuda.add(g, 1, stream=s)
+    s.waitForCompletion()
+    assert lazycv.stats()["kernels_launched"] == 1
+    assert r._node is None
+
+
+def test_enable_disable_restore_cv2_exactly():
+    lazycv.disable()
+    before = {k: getattr(cv2.cuda, k) for k in dir(cv2.cuda)}
+    top = (cv2.cuda_GpuMat, getattr(cv2, "cuda_Stream", None))
+    lazycv.enable(backend=BACKEND)
+    lazycv.enable(backend=BACKEND)                # idempotent
+    assert cv2.cuda.GpuMat is lazycv.GpuMat is cv2.cuda_GpuMat
+    assert cv2.cuda.getCudaEnabledDeviceCount() >= 1
+    lazycv.disable()
+    assert {k: getattr(cv2.cuda, k) for k in dir(cv2.cuda)} == before
+    assert (cv2.cuda_GpuMat, getattr(cv2, "cuda_Stream", None)) == top
+    assert not lazycv.is_enabled()
+    with pytest.raises(RuntimeError):
+        with lazycv.enabled(backend=BACKEND):
+            assert cv2.cuda.GpuMat is lazycv.GpuMat
+            with lazycv.enabled(backend=BACKEND, fuse=False):
+                assert lazycv.is_enabled()
+            assert lazycv.is_enabled()
+            raise RuntimeError("boom")
+    assert cv2.cuda_GpuMat is top[0] and not lazycv.is_enabled()
+    lazycv.enable(backend=BACKEND)
