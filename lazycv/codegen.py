@@ -84,7 +84,7 @@ class Emitter:
 
     def let(self, expr, prefix="t"):
         self._n += 1
-        name = f"{prefix}{self._n}"
+        name = f"_{prefix}{self._n}"          # "_" keeps temporaries apart from argument names
         self.lines.append(f"{name} = {expr}")
         return name
 

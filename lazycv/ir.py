@@ -18,10 +18,11 @@ class Allocation:
     allocation is overwritten while lazy readers still need the old contents ("rename"), unless
     its address was handed out (``exported``): foreign code may hold the pointer.
     """
-    __slots__ = ("buf", "exported", "writers", "foreign", "__weakref__")
+    __slots__ = ("buf", "exported", "writers", "foreign", "cols", "__weakref__")
 
-    def __init__(self, buf, foreign=None):
+    def __init__(self, buf, foreign=None, cols=None):
         self.buf = buf
+        self.cols = cols           # width in pixels when rows are padded (foreign memory)
         self.exported = foreign is not None
         self.writers = []          # weakrefs to GpuMats with a pending write into this buffer
         self.foreign = foreign     # the object that owns foreign memory (kept alive)

@@ -11,7 +11,9 @@ Rules (docs/architecture.md explains them):
 3. Every 64 levels of pending depth are hard-cut, bounding kernel size for accumulation loops.
 4. Results that must be written (sinks) do not stop fusion: a consumer in the same launch
    recomputes them in registers, so writing a result and using it costs no extra read.
-5. Outputs of the same size and phase share one kernel (several outputs per launch).
+5. Outputs of the same size and phase that share computation (a common node, e.g. the three
+   planes of one split) share one kernel, so the common part is computed once per pixel.
+   Independent chains get their own kernels (which horizontal batching may launch together).
 6. ``fuse=False`` (eager mode) hard-cuts every node: one kernel per op, as OpenCV's CUDA module.
 """
 from .ir import resolved, walk
@@ -72,11 +74,32 @@ def plan(sink_values, fuse=True):
         level[id(n)] = lv
         region[id(n)] = members
 
+    # union-find: outputs whose regions share a node belong to one kernel
+    parent = {}
+
+    def root(k):
+        while parent.get(k, k) != k:
+            k = parent[k]
+        return k
+    owner = {}
+    for n in nodes:
+        if id(n) not in is_output:
+            continue
+        parent[id(n)] = id(n)
+        for m in region[id(n)]:
+            o = owner.get(id(m))
+            if o is None:
+                owner[id(m)] = id(n)
+            else:
+                a, b = root(o), root(id(n))
+                if a != b:
+                    parent[b] = a
+
     kernels = {}
     for n in nodes:
         if id(n) not in is_output:
             continue
-        key = (level[id(n)], n.rows, n.cols) if fuse else (level[id(n)], id(n))
+        key = (level[id(n)], n.rows, n.cols, root(id(n))) if fuse else (level[id(n)], id(n))
         k = kernels.get(key)
         if k is None:
             k = kernels[key] = Kernel(n.rows, n.cols, level[id(n)])

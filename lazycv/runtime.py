@@ -42,6 +42,7 @@ class State:
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.caches = {}
         self.since_flush = 0
+        self.shared_bufs = set()             # ids of buffers exported to / owned by foreign code
 
     def kernel_cache(self):
         c = self.caches.get(self.backend_name)
@@ -87,6 +88,42 @@ def backend():
     if STATE.backend is None:
         select_backend(None)
     return STATE.backend
+
+
+def export(alloc):
+    """``alloc``'s address is handed out: never rename or recycle its buffer from now on, and
+    read or write it eagerly (foreign code may change or read it at any moment)."""
+    if not alloc.exported:
+        alloc.exported = True
+        pool = getattr(STATE.backend, "buffers", None)
+        if pool is not None:
+            pool.pin(alloc.buf)
+    STATE.shared_bufs.add(id(alloc.buf))
+
+
+def reads_shared_memory(node):
+    """True when ``node`` reads memory foreign code can see (so it must run at the call)."""
+    shared = STATE.shared_bufs
+    return bool(shared) and any(i.is_source and id(i.buf) in shared for i in node.inputs)
+
+
+# ---------------------------------------------------------------- observers
+
+OBSERVERS = []
+
+
+def observe(fn):
+    """Call ``fn(kind, mat, array)`` each time data leaves lazycv: kind is "download" (array is
+    the host copy) or "export" (a foreign consumer took the memory; array is a host copy made
+    for the observer). Returns a function that removes the observer. The pytest plugin uses it
+    to compare eager and fused runs."""
+    OBSERVERS.append(fn)
+    return lambda: OBSERVERS.remove(fn) if fn in OBSERVERS else None
+
+
+def notify(kind, mat, array):
+    for fn in list(OBSERVERS):
+        fn(kind, mat, array)
 
 
 # ---------------------------------------------------------------- pending bookkeeping
@@ -161,9 +198,17 @@ def before_write(alloc, whole=False, exclude=None):
 # ---------------------------------------------------------------- flush and execution
 
 def flush(requested=()):
-    """Compute the requested pending results together with every pending sink."""
+    """Compute the requested pending results together with every pending sink.
+
+    If planning or a launch fails, the error reaches the caller and the results of that flush
+    leave the pending list (they stay lazy: asking for one again retries it), so one bad
+    result cannot break every later flush.
+    """
     with STATE.lock:
         mats = live_pending()
+        for m in requested:
+            if m._node is not None and all(m is not x for x in mats):
+                mats.append(m)
         STATE.since_flush = 0
         if not mats:
             return
@@ -175,8 +220,15 @@ def flush(requested=()):
         req = {id(m) for m in requested}
         sinks = [m for m in mats
                  if id(m) in req or m._alloc is not None or id(m._node) not in consumed]
-        if sinks:
+        if not sinks:
+            return
+        STATE.stats["flushes"] += 1
+        try:
             execute(sinks)
+        except BaseException:
+            failed = {id(m) for m in sinks if m._node is not None}
+            STATE.pending = [r for r in STATE.pending if id(r()) not in failed]
+            raise
 
 
 def _output_region(mat):

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..memory import BufferPool
 from .base import Backend
 
 _FRAME = '''import math
@@ -36,7 +37,7 @@ class CpuBackend(Backend):
         return _FRAME.format(params=", ".join(params), body=self.indent(lines, 12))
 
     def alloc(self, rows, row_elems, dtype):
-        return np.empty((rows, row_elems), dtype)
+        return self.buffers.alloc((rows, row_elems), np.dtype(dtype))
 
     MIN_ROWS_PER_BAND = 16
     MIN_PIXELS_TO_SPLIT = 1 << 15
@@ -44,6 +45,8 @@ class CpuBackend(Backend):
     def __init__(self):
         self.threads = max(1, int(os.environ.get("LAZYCV_CPU_THREADS", 0)) or (os.cpu_count() or 1))
         self._pool = None
+        self.buffers = BufferPool(lambda shape, dt: np.empty(shape, dt), lambda st: st.view(),
+                                  int(os.environ.get("LAZYCV_POOL_MB", 1024)) << 20)
 
     def launch(self, compiled, H, W, args, stream=None):
         fn = compiled.fn

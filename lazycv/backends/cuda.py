@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 
+from ..memory import BufferPool
 from .base import Backend
 
 _FRAME = '''import math
@@ -38,13 +39,16 @@ class CudaBackend(Backend):
         self.cuda = cuda
         self.simulator = simulator
         self.name = "cuda-sim" if simulator else "cuda"
+        self.buffers = BufferPool(lambda shape, dt: cuda.device_array(shape, dt),
+                                  lambda st: st.view(st.dtype),
+                                  int(os.environ.get("LAZYCV_POOL_MB", 4096)) << 20)
 
     def kernel_frame(self, params, lines):
         opts = "" if self.simulator else "cache=True"
         return _FRAME.format(opts=opts, params=", ".join(params), body=self.indent(lines, 8))
 
     def alloc(self, rows, row_elems, dtype):
-        return self.cuda.device_array((rows, row_elems), dtype)
+        return self.buffers.alloc((rows, row_elems), np.dtype(dtype))
 
     def launch(self, compiled, H, W, args, stream=None):
         bx, by = BLOCK

@@ -127,6 +127,9 @@ class GpuMat:
         if arr is None and args and isinstance(args[0], np.ndarray):
             arr = args.pop(0)
         if arr is not None:
+            if args or kw.get("roi") is not None or kw.get("rowRange") is not None:
+                raise cv_error("GpuMat", "a ROI view needs a GpuMat parent, got a numpy.ndarray "
+                                         "(upload it first)", StsBadArg)
             self.upload(arr)
             return
         if args and not isinstance(args[0], (int, np.integer, tuple, list)) and \
@@ -276,11 +279,14 @@ class GpuMat:
         self._src = None
 
     def _set_pending_write(self, node):
-        """Record ``node`` as a pending write into this mat's own memory."""
+        """Record ``node`` as a pending write into this mat's own memory (done at once when
+        foreign code can see that memory)."""
         self._node = node
         self._src = None
         self._alloc.writers.append(weakref.ref(self))
         runtime.register_pending(self)
+        if self._alloc.exported:
+            runtime.flush([self])
 
     def _assign_result(self, node):
         """``dst=self`` for a new result: write into this memory when it fits, else rebind."""
@@ -428,6 +434,8 @@ class GpuMat:
                 dst = np.empty(shape, dt)
             device_to_host(self._alloc.buf, self._y0, self._x0 * self._cn, self._rows,
                            self._cols * self._cn, dst.reshape(self._rows, self._cols * self._cn), stream)
+            if runtime.OBSERVERS:
+                runtime.notify("download", self, dst)
             return dst
 
     def cudaPtr(self):
@@ -436,7 +444,7 @@ class GpuMat:
             if self.empty():
                 return 0
             self._materialize()
-            self._alloc.exported = True
+            runtime.export(self._alloc)
             be = runtime.backend()
             return be.pointer(self._alloc.buf) + (self._y0 * self._alloc.row_elems + self._x0 * self._cn) \
                 * DEPTH_DTYPE[self._depth].itemsize
@@ -467,7 +475,7 @@ class GpuMat:
                 return (w, h), (px + x, py + y)
             return (self._cols, self._rows), (0, 0)
         a = self._alloc
-        return (a.row_elems // self._cn, a.rows), (self._x0, self._y0)
+        return (a.cols or a.row_elems // self._cn, a.rows), (self._x0, self._y0)
 
     def adjustROI(self, dtop, dbottom, dleft, dright):
         """Move this view's edges within its parent (OpenCV semantics, clamped to the parent)."""
@@ -503,6 +511,7 @@ class GpuMat:
                       "into whole pixels of the new channel count", StsBadSize)
                 out._x0 = self._x0 * self._cn // cn
                 return out
+            runtime.export(self._alloc)
             buf = self._alloc.buf
             flat = buf.reshape(rows, buf.shape[0] * buf.shape[1] // rows) if self._y0 == 0 and self._x0 == 0 \
                 and buf.shape[0] == self._rows else None

@@ -27,6 +27,14 @@ def host_to_device(buf, y0, c0, rows2d, stream=None):
     STATE.stats["bytes_h2d"] += rows2d.nbytes
 
 
+def _host_copy(mat):
+    shape = (mat._rows, mat._cols) if mat._cn == 1 else (mat._rows, mat._cols, mat._cn)
+    out = np.empty(shape, DEPTH_DTYPE[mat._depth])
+    device_to_host(mat._alloc.buf, mat._y0, mat._x0 * mat._cn, mat._rows, mat._cols * mat._cn,
+                   out.reshape(mat._rows, mat._cols * mat._cn))
+    return out
+
+
 def _cn_for(buf, rows2d):
     # the copy kernel works in pixels; any channel count that divides both offsets works,
     # and 1 always does
@@ -51,7 +59,9 @@ def _export(mat, func):
         if mat.empty():
             raise cv_error(func, "the GpuMat is empty", StsBadArg)
         mat._materialize()
-        mat._alloc.exported = True
+        runtime.export(mat._alloc)
+        if runtime.OBSERVERS:
+            runtime.notify("export", mat, _host_copy(mat))
         a = mat._alloc
         item = DEPTH_DTYPE[mat._depth].itemsize
         shape = (mat._rows, mat._cols) if mat._cn == 1 else (mat._rows, mat._cols, mat._cn)
@@ -88,14 +98,16 @@ def dlpack_device(mat):
     return (1, 0)                                    # kDLCPU
 
 
-def to_dlpack(mat, stream=None, **kw):
+def to_dlpack(mat, *args, stream=None, **kw):
     """DLPack capsule. CPU backend: numpy's own exporter. CUDA: through CuPy or torch, whichever
     is installed (both import the CUDA array interface without a copy)."""
     if not runtime.backend().is_device:
         a, shape, strides, offset = _export(mat, "GpuMat::__dlpack__")
         view = np.lib.stride_tricks.as_strided(
             a.buf.reshape(-1)[offset // a.buf.itemsize:], shape, strides)
-        return view.__dlpack__(**({"stream": stream} if stream is not None else {}))
+        if stream is not None:
+            kw["stream"] = stream
+        return view.__dlpack__(*args, **kw)
     if STATE.backend_name != "cuda":
         raise BufferError("DLPack export is not available on the CUDA simulator")
     try:
@@ -141,7 +153,8 @@ def _bind_array(mat, arr, owner):
     buf = _pitched_view(arr, rows, pitch, dt)
     mat._drop()
     mat._rows, mat._cols, mat._depth, mat._cn = rows, cols, depth, cn
-    mat._alloc = Allocation(buf, foreign=owner)
+    mat._alloc = Allocation(buf, foreign=owner, cols=cols)
+    runtime.export(mat._alloc)
 
 
 def _pitched_view(arr, rows, pitch, dt):
@@ -181,7 +194,8 @@ def from_pointer(rows, cols, typ, ptr, step=0):
         buf = np.frombuffer(raw, dtype=dt).reshape(rows, pitch)
     m = GpuMat()
     m._rows, m._cols, m._depth, m._cn = rows, cols, depth, cn
-    m._alloc = Allocation(buf, foreign=ptr)
+    m._alloc = Allocation(buf, foreign=ptr, cols=cols)
+    runtime.export(m._alloc)
     return m
 
 

@@ -31,9 +31,10 @@ def _wrap_native(fn):
 
 
 def _functions():
-    from . import device
+    from . import device, hostmem
     table = dict(API)
     table.update(device.API)
+    table.update(hostmem.API)
     table.update(GpuMat=GpuMat, Stream=Stream, Event=Event,
                  createGpuMatFromCudaMemory=device.createGpuMatFromCudaMemory)
     return table
@@ -48,7 +49,8 @@ def install():
             NATIVE["createGpuMatFromCudaMemory"] = cuda.createGpuMatFromCudaMemory
     saved = []
     table = _functions()
-    top = {"cuda_GpuMat": GpuMat, "cuda_Stream": Stream, "cuda_Event": Event,
+    from .hostmem import HostMem
+    top = {"cuda_GpuMat": GpuMat, "cuda_Stream": Stream, "cuda_Event": Event, "cuda_HostMem": HostMem,
            "cuda_Stream_Null": Stream.Null, "cuda_Event_elapsedTime": Event.elapsedTime}
     for name, value in table.items():
         saved.append((cuda, name, getattr(cuda, name, _MISSING)))

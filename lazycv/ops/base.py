@@ -5,7 +5,7 @@ op by name: it calls ``op.emit(ctx, node, y, x)``, which returns one expression 
 channel, reading its inputs through ``ctx.read(value, y, x)``. The same snippet serves the CUDA
 kernel, the CPU kernel and the simulator, because it is written in the subset of Python that all
 three compile identically (ints, ``np.float32``/``np.float64`` casts, ``round``, ``min``,
-``max``, ``math.floor``).
+``max``, ``int(math.floor(..))`` — the CUDA target's floor returns a float).
 """
 from .._types import DEPTH_RANGE, is_float
 

@@ -136,9 +136,12 @@ def result(func, nd, dst=None, stream=None):
     check_dst(func, dst)
     check_stream(func, stream)
     GpuMat = gpumat_cls()
-    if dst is None:
-        return GpuMat._lazy(nd)
-    return dst._assign_result(nd)
+    out = GpuMat._lazy(nd) if dst is None else dst._assign_result(nd)
+    # Memory shared with foreign code is read at the call, as eager OpenCV would: the foreign
+    # owner may overwrite it before the lazy result is needed.
+    if out._node is not None and runtime.reads_shared_memory(out._node):
+        runtime.flush([out])
+    return out
 
 
 def dtype_of(depth):

@@ -34,8 +34,8 @@ class Resize(OpDef):
         sh, sw = ctx.dyn(n, 0, "i"), ctx.dyn(n, 1, "i")
         sx, sy = ctx.dyn(n, 2, "f64"), ctx.dyn(n, 3, "f64")
         if interp == cv2.INTER_NEAREST:
-            iy = ctx.let(f"min(math.floor({y} * {sy}), {sh} - 1)", "y")
-            ix = ctx.let(f"min(math.floor({x} * {sx}), {sw} - 1)", "x")
+            iy = ctx.let(f"min(int(math.floor({y} * {sy})), {sh} - 1)", "y")
+            ix = ctx.let(f"min(int(math.floor({x} * {sx})), {sw} - 1)", "x")
             return list(ctx.read(src, iy, ix))
         y0, y1, fy = self._axis(ctx, y, sy, sh, mapping)
         x0, x1, fx = self._axis(ctx, x, sx, sw, mapping)
@@ -60,7 +60,7 @@ class Resize(OpDef):
             f = ctx.let(f"np.float32(({d} + 0.5) * {scale} - 0.5)", "f")
         else:
             f = ctx.let(f"np.float32({d} * {scale})", "f")
-        i = ctx.let(f"math.floor({f})", "i")
+        i = ctx.let(f"int(math.floor({f}))", "i")
         frac = ctx.let(f"np.float32(0) if ({i} < 0 or {i} >= {size} - 1) else {f} - np.float32({i})", "f")
         i0 = ctx.let(f"min(max({i}, 0), {size} - 1)", "i")
         i1 = ctx.let(f"min({i0} + 1, {size} - 1)", "i")

@@ -1,0 +1,138 @@
+"""W1 (and W2's per-frame latency) on the GPU: lazycv fused vs lazycv eager vs peers, one run.
+
+W1: B frames 1080x1920 BGR u8 -> resize 640x640 LINEAR -> BGR2RGB -> 32F x 1/255 -> - mean
+-> / std -> planar CHW. lazycv runs it exactly as a user writes it: the six cv2.cuda calls per
+frame in a Python loop, one flush per batch (W1-loop). Every number is wall-clock per batch,
+back to back, host included, synchronised at the end of the timed run (median of repeats).
+
+    python bench/w1.py [--batches 1,8,64] [--repeats 20] [--peers torch_eager,...]
+
+Prints a table, writes $OUT/w1.json (or bench/out/w1.json).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+import peers  # noqa: E402
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+def lazycv_setup(frames, fuse):
+    """Upload the frames (untimed); return a callable running W1 over the batch as user code."""
+    import cv2
+    import lazycv
+    lazycv.enable(fuse=fuse)
+    gpus = []
+    for f in frames:
+        g = cv2.cuda_GpuMat()
+        g.upload(f)
+        gpus.append(g)
+    std = cv2.cuda_GpuMat(640, 640, cv2.CV_32FC3)
+    std.setTo(STD)
+
+    def run():
+        outs = []
+        for g in gpus:
+            r = cv2.cuda.resize(g, (640, 640), interpolation=cv2.INTER_LINEAR)
+            rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
+            f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
+            f = cv2.cuda.subtract(f, MEAN)
+            f = cv2.cuda.divide(f, std)
+            outs.append(cv2.cuda.split(f))
+        lazycv.materialize(*[p for planes in outs for p in planes])
+        return outs
+    return run
+
+
+def lazycv_result(outs):
+    return np.stack([np.stack([p.download() for p in planes]) for planes in outs])
+
+
+def sync():
+    try:
+        from numba import cuda
+        cuda.synchronize()
+    except Exception:
+        pass
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    except Exception:
+        pass
+
+
+def wall_time(fn, repeats, inner):
+    """Median over ``repeats`` of (time for ``inner`` back-to-back calls + one sync) / inner."""
+    fn()
+    sync()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - t0) * 1e3 / inner)
+    return common.summarize(samples)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batches", default="1,8,64")
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel")
+    ap.add_argument("--no-eager", action="store_true", help="skip lazycv fuse=False")
+    args = ap.parse_args(argv)
+    import lazycv
+    results = {"device": common.device_info(), "lazycv_backend": None, "rows": []}
+    table = common.Table(["batch", "contestant", "ms/batch", "p99 ms", "TB/s", "max err", "kernels"])
+    for B in [int(b) for b in args.batches.split(",")]:
+        frames = peers.make_frames(B, seed=B)
+        ref = peers.reference_w1(frames)
+        inner = max(1, 64 // B)
+        contestants = [("lazycv fused", lambda: lazycv_setup(frames, True), lazycv_result)]
+        if not args.no_eager:
+            contestants.append(("lazycv eager", lambda: lazycv_setup(frames, False), lazycv_result))
+        for name in [p for p in args.peers.split(",") if p]:
+            peer = peers.PEERS[name]
+            contestants.append((name, lambda peer=peer: peer.setup(frames), lambda o: o))
+        for name, setup, to_host in contestants:
+            try:
+                t0 = time.perf_counter()
+                fn = setup()
+                out = fn()
+                sync()
+                first_ms = (time.perf_counter() - t0) * 1e3
+                err = peers.check(to_host(out), ref)
+                if name.startswith("lazycv"):
+                    lazycv.reset_stats()
+                    fn()
+                    kernels = lazycv.stats()["kernels_launched"]
+                    results["lazycv_backend"] = lazycv.backend()
+                else:
+                    kernels = ""
+                t = wall_time(fn, args.repeats, inner)
+            except Exception as e:  # a peer missing on this machine must not sink the run
+                print(f"[w1] {name} B={B}: {type(e).__name__}: {e}", file=sys.stderr)
+                continue
+            tbs = common.effective_bandwidth(common.w1_bytes(B), t["median_ms"]) / 1e3
+            table.add(B, name, t["median_ms"], t["p99_ms"], tbs, err, kernels)
+            results["rows"].append({"batch": B, "contestant": name, **t, "tb_per_s": tbs,
+                                    "max_abs_err": err, "kernels_per_batch": kernels,
+                                    "first_call_ms": first_ms})
+    print(table)
+    path = common.write_json("w1.json", results)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""``cv2.cuda.HostMem`` and page-locking: host buffers the GPU can copy from asynchronously.
+
+On the cuda backend the memory is page-locked (pinned); on the CPU backend and the simulator it
+is ordinary memory, since nothing copies asynchronously there."""
+import numpy as np
+
+from .. import runtime
+from .._types import DEPTH_DTYPE, make_type, split_type
+from ..errors import StsBadArg, StsNullPtr, StsUnsupportedFormat, cv_error
+from ..runtime import STATE
+
+PAGE_LOCKED, SHARED, WRITE_COMBINED = 1, 2, 4
+_registered = {}
+
+
+def _pinned(shape, dtype):
+    if STATE.backend_name == "cuda":
+        return runtime.backend().cuda.pinned_array(shape, dtype)
+    return np.empty(shape, dtype)
+
+
+class HostMem:
+    """HostMem(), HostMem(rows, cols, type[, alloc_type]), HostMem(size, type[, alloc_type]),
+    HostMem(arr[, alloc_type])."""
+    PAGE_LOCKED, SHARED, WRITE_COMBINED = PAGE_LOCKED, SHARED, WRITE_COMBINED
+
+    def __init__(self, *args, **kw):
+        self.alloc_type = kw.pop("alloc_type", PAGE_LOCKED)
+        self._arr = None
+        self._released = False
+        args = list(args)
+        arr = kw.pop("arr", None)
+        if arr is None and args and isinstance(args[0], np.ndarray):
+            arr = args.pop(0)
+        if arr is not None:
+            self._arr = _pinned(arr.shape, arr.dtype)
+            self._arr[...] = arr
+            return
+        size = kw.pop("size", None)
+        if size is None and args and isinstance(args[0], (tuple, list)):
+            size = args.pop(0)
+        if size is not None:
+            cols, rows = int(size[0]), int(size[1])
+        else:
+            rows = kw.pop("rows", args.pop(0) if args else None)
+            cols = kw.pop("cols", args.pop(0) if args else None)
+        typ = kw.pop("type", args.pop(0) if args else None)
+        if args:
+            self.alloc_type = args.pop(0)
+        if rows is None:
+            return
+        dc = split_type(typ) if typ is not None else None
+        if dc is None:
+            raise cv_error("HostMem", f"unsupported type {typ!r}", StsUnsupportedFormat)
+        depth, cn = dc
+        shape = (int(rows), int(cols)) if cn == 1 else (int(rows), int(cols), cn)
+        self._arr = _pinned(shape, DEPTH_DTYPE[depth])
+
+    def _live(self, func):
+        if self._released:
+            raise cv_error(f"HostMem::{func}", "the HostMem was released", StsNullPtr)
+        if self._arr is None:
+            raise cv_error(f"HostMem::{func}", "the HostMem is empty", StsBadArg)
+        return self._arr
+
+    def createMatHeader(self):
+        """A numpy array over the page-locked memory (no copy)."""
+        return self._live("createMatHeader")
+
+    def createGpuMatHeader(self):
+        raise cv_error("HostMem::createGpuMatHeader", "mapped (SHARED) host memory is not supported; "
+                       "upload() the header instead", StsBadArg)
+
+    def empty(self):
+        return self._arr is None or self._released
+
+    def size(self):
+        if self.empty():
+            return (0, 0)
+        return (self._arr.shape[1], self._arr.shape[0])
+
+    def type(self):
+        a = self._live("type")
+        cn = 1 if a.ndim == 2 else a.shape[2]
+        from .._types import DTYPE_DEPTH
+        return make_type(DTYPE_DEPTH[a.dtype], cn)
+
+    def channels(self):
+        a = self._live("channels")
+        return 1 if a.ndim == 2 else a.shape[2]
+
+    def depth(self):
+        from .._types import DTYPE_DEPTH
+        return DTYPE_DEPTH[self._live("depth").dtype]
+
+    def elemSize(self):
+        a = self._live("elemSize")
+        return a.itemsize * (1 if a.ndim == 2 else a.shape[2])
+
+    @property
+    def step(self):
+        return 0 if self.empty() else self._arr.strides[0]
+
+    def isContinuous(self):
+        return True
+
+    def release(self):
+        self._arr = None
+        self._released = True
+
+
+def registerPageLocked(m):
+    """Page-lock an existing numpy array so uploads from it can be asynchronous."""
+    if not isinstance(m, np.ndarray):
+        raise cv_error("registerPageLocked", f"expected a numpy.ndarray, got {type(m).__name__}", StsBadArg)
+    if STATE.backend_name == "cuda":
+        ctx = runtime.backend().cuda.current_context()
+        _registered[id(m)] = ctx.mempin(m, m.ctypes.data, m.nbytes)
+    else:
+        _registered[id(m)] = True
+
+
+def unregisterPageLocked(m):
+    _registered.pop(id(m), None)
+
+
+API = {"HostMem": HostMem, "registerPageLocked": registerPageLocked, "unregisterPageLocked": unregisterPageLocked}

@@ -1,0 +1,58 @@
+"""A buffer pool for both backends.
+
+Fresh allocations are expensive on both sides: cudaMalloc/cudaFree synchronise the device, and
+on the CPU a new multi-megabyte array costs milliseconds of first-touch page faults. Results of
+the same size recur every frame, so buffers are recycled: each buffer handed out is a fresh
+view of pooled storage, and the storage returns to the pool when that view is garbage. A buffer
+whose address was handed to foreign code (``pin``) is never recycled.
+"""
+import weakref
+
+
+class BufferPool:
+    """Free lists keyed by (shape, dtype), bounded by ``cap_bytes`` of idle storage."""
+
+    def __init__(self, new_storage, view_of, cap_bytes):
+        self._new, self._view, self.cap = new_storage, view_of, cap_bytes
+        self._free = {}
+        self._idle_bytes = 0
+        self._finalizers = {}
+
+    def alloc(self, shape, dtype):
+        key = (shape, dtype.str)
+        storage = None
+        lst = self._free.get(key)
+        if lst:
+            try:
+                storage = lst.pop()
+                self._idle_bytes -= storage.nbytes
+            except IndexError:
+                storage = None
+        if storage is None:
+            storage = self._new(shape, dtype)
+        buf = self._view(storage)
+        fin = weakref.finalize(buf, self._release, key, storage, id(buf))
+        fin.atexit = False
+        self._finalizers[id(buf)] = fin
+        return buf
+
+    def _release(self, key, storage, ident):
+        self._finalizers.pop(ident, None)
+        if self._idle_bytes + storage.nbytes > self.cap:
+            return                       # let it go: the pool is full
+        self._free.setdefault(key, []).append(storage)
+        self._idle_bytes += storage.nbytes
+
+    def pin(self, buf):
+        """Never recycle ``buf``'s storage (its address escaped to foreign code)."""
+        fin = self._finalizers.pop(id(buf), None)
+        if fin is not None:
+            fin.detach()
+
+    def clear(self):
+        self._free.clear()
+        self._idle_bytes = 0
+
+    @property
+    def idle_bytes(self):
+        return self._idle_bytes

@@ -1,0 +1,269 @@
+"""Random cv2.cuda op chains (hypothesis): fused == eager, and both track CPU OpenCV.
+
+A chain starts from a random image (1..24 x 1..24, 8U/16U/32F, 1/3/4 channels) and applies
+1..6 ops drawn from: resize (NEAREST/LINEAR, dsize 1..20), cvtColor (a code valid for the
+current channel count; only on 8U/16U/32F), GpuMat.convertTo (8U/16U/16S/32F with alpha/beta),
+add/subtract/multiply with a scalar tuple, absdiff/min/max with a second uploaded image of the
+same shape, a crop through ``cv2.cuda_GpuMat(m, rect)`` of the (lazy) result, and split
+followed by merge (planes in a drawn order).
+
+The same chain runs on the host with CPU cv2 (``lazycv.ops.convert.reference`` for
+convertTo, numpy slicing for the crop), one op at a time.
+
+Checks
+------
+1. fused == eager on this backend (SPEC §3: integers bit-exact, floats within 1e-6 relative).
+2. fused vs the CPU chain within a bound ``e`` propagated op by op (``propagate`` below).
+   ``e`` bounds |lazycv - CPU| after each op, in units of the current depth's values:
+
+   * exact data movement (NEAREST resize, crop, channel reorders/alpha add/drop, split+merge)
+     keeps ``e``;
+   * an op that is L-Lipschitz in its input scales ``e`` by L (multiply by s: L = max|s|;
+     convertTo: L = |alpha|; integer add/subtract/absdiff/min/max and the integer fixed-point
+     gray conversion, whose weights sum to exactly 1: L = 1, no new error);
+   * an op whose output is rounded to an integer depth turns an input difference d into at
+     most floor(d) + 1 (0 when d == 0: both sides round the same value by the same rule), and
+     adds its SPEC tolerance against CPU OpenCV (LINEAR resize: 1; convertTo and multiply: 0,
+     lazycv follows OpenCV's rule exactly);
+   * an op with a float output adds SPEC's float arithmetic tolerance, 1e-5 relative to the
+     largest reference output magnitude (+1e-6 absolute); a float LINEAR resize adds SPEC's
+     1e-2 on top of that.
+
+   So a chain of exact ops on integers must match CPU OpenCV bit for bit, the first op of any
+   chain is held to its own SPEC tolerance, and the allowance grows with each lossy op (and is
+   amplified only by ops that really amplify differences).
+
+Speed: every distinct chain structure compiles one fused kernel (dsize, scalars, alpha/beta
+and ROI offsets are kernel arguments, so they never recompile). Examples are derandomized so
+the same structures recur from run to run and Numba's on-disk cache serves them.
+"""
+import math
+
+import cv2
+import numpy as np
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from lazycv.ops import convert as convert_ops
+
+from .conftest import DEPTHS, SIM, assert_fused_equals_eager, rand_image, run_both
+
+IN_DEPTHS = [cv2.CV_8U, cv2.CV_16U, cv2.CV_32F]
+CONVERT_DEPTHS = [cv2.CV_8U, cv2.CV_16U, cv2.CV_16S, cv2.CV_32F]
+COLOR_DEPTHS = (cv2.CV_8U, cv2.CV_16U, cv2.CV_32F)
+# code -> output channels, by input channel count
+CVT_CODES = {
+    1: [(cv2.COLOR_GRAY2BGR, 3), (cv2.COLOR_GRAY2BGRA, 4)],
+    3: [(cv2.COLOR_BGR2RGB, 3), (cv2.COLOR_BGR2GRAY, 1), (cv2.COLOR_BGR2BGRA, 4), (cv2.COLOR_RGB2GRAY, 1)],
+    4: [(cv2.COLOR_BGRA2BGR, 3), (cv2.COLOR_BGRA2GRAY, 1), (cv2.COLOR_BGRA2RGBA, 4)],
+}
+GRAY_CODES = {cv2.COLOR_BGR2GRAY, cv2.COLOR_RGB2GRAY, cv2.COLOR_BGRA2GRAY}
+FLOAT_REL = 1e-5           # SPEC §3: arithmetic on floats, 1e-5 relative (also ->GRAY)
+FLOAT_ABS = 1e-6
+LINEAR_F32 = 1e-2          # SPEC §3: resize LINEAR 32F
+LINEAR_INT = 1             # SPEC §3: resize LINEAR integers
+
+finite = dict(allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def chains(draw):
+    rows, cols = draw(st.integers(1, 24)), draw(st.integers(1, 24))
+    depth = draw(st.sampled_from(IN_DEPTHS))
+    cn = draw(st.sampled_from([1, 3, 4]))
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    ops = []
+    h, w, d, c = rows, cols, depth, cn
+    for _ in range(draw(st.integers(1, 6))):
+        kinds = ["resize", "convert", "scalar", "binary", "crop", "splitmerge"]
+        if d in COLOR_DEPTHS:
+            kinds.append("cvt")
+        kind = draw(st.sampled_from(kinds))
+        if kind == "resize":
+            interp = draw(st.sampled_from([cv2.INTER_NEAREST, cv2.INTER_LINEAR]))
+            dw, dh = draw(st.integers(1, 20)), draw(st.integers(1, 20))
+            ops.append(("resize", interp, dw, dh))
+            h, w = dh, dw
+        elif kind == "cvt":
+            code, dcn = draw(st.sampled_from(CVT_CODES[c]))
+            ops.append(("cvt", code))
+            c = dcn
+        elif kind == "convert":
+            nd = draw(st.sampled_from(CONVERT_DEPTHS))
+            alpha, beta = draw(st.one_of(
+                st.just((1.0, 0.0)),
+                st.tuples(st.sampled_from([0.5, 2.0, -1.0, 1 / 255, 255.0]), st.just(0.0)),
+                st.tuples(st.floats(-4, 4, **finite), st.floats(-300, 300, **finite))))
+            ops.append(("convert", nd, alpha, beta))
+            d = nd
+        elif kind == "scalar":
+            name = draw(st.sampled_from(["add", "subtract", "multiply"]))
+            lim = 3 if name == "multiply" else 300
+            s = tuple(draw(st.lists(st.floats(-lim, lim, **finite), min_size=4, max_size=4)))
+            ops.append(("scalar", name, s))
+        elif kind == "binary":
+            name = draw(st.sampled_from(["absdiff", "min", "max"]))
+            ops.append(("binary", name, draw(st.integers(0, 2 ** 32 - 1))))
+        elif kind == "crop":
+            x, y = draw(st.integers(0, w - 1)), draw(st.integers(0, h - 1))
+            cw, ch = draw(st.integers(1, w - x)), draw(st.integers(1, h - y))
+            ops.append(("crop", x, y, cw, ch))
+            h, w = ch, cw
+        else:
+            ops.append(("splitmerge", tuple(draw(st.permutations(range(c))))))
+    return rows, cols, depth, cn, seed, ops
+
+
+def _shape(a):
+    return a.shape[0], a.shape[1], (1 if a.ndim == 2 else a.shape[2])
+
+
+def _second(a, seed):
+    h, w, c = _shape(a)
+    return rand_image(np.random.default_rng(seed), h, w, c, a.dtype)
+
+
+def cpu_op(op, a):
+    kind = op[0]
+    if kind == "resize":
+        _, interp, dw, dh = op
+        return cv2.resize(a, (dw, dh), interpolation=interp)
+    if kind == "cvt":
+        return cv2.cvtColor(a, op[1])
+    if kind == "convert":
+        _, nd, alpha, beta = op
+        return convert_ops.reference(a, nd, alpha, beta)
+    if kind == "scalar":
+        return getattr(cv2, op[1])(a, op[2])
+    if kind == "binary":
+        return getattr(cv2, op[1])(a, _second(a, op[2]))
+    if kind == "crop":
+        _, x, y, cw, ch = op
+        return np.ascontiguousarray(a[y:y + ch, x:x + cw])
+    planes = cv2.split(a)
+    return cv2.merge([planes[i] for i in op[1]])
+
+
+def gpu_op(op, m, a_ref_shape_dtype, made):
+    """``a_ref_shape_dtype``: (shape, dtype) of the current image, for the second operand;
+    every GpuMat the op creates is appended to ``made``."""
+    kind = op[0]
+    if kind == "resize":
+        _, interp, dw, dh = op
+        return cv2.cuda.resize(m, (dw, dh), interpolation=interp)
+    if kind == "cvt":
+        return cv2.cuda.cvtColor(m, op[1])
+    if kind == "convert":
+        _, nd, alpha, beta = op
+        return m.convertTo(nd, alpha=alpha, beta=beta)
+    if kind == "scalar":
+        return getattr(cv2.cuda, op[1])(m, op[2])
+    if kind == "binary":
+        shape, dtype = a_ref_shape_dtype
+        h, w = shape[0], shape[1]
+        c = 1 if len(shape) == 2 else shape[2]
+        other = cv2.cuda_GpuMat()
+        other.upload(rand_image(np.random.default_rng(op[2]), h, w, c, dtype))
+        return getattr(cv2.cuda, op[1])(m, other)
+    if kind == "crop":
+        _, x, y, cw, ch = op
+        return cv2.cuda_GpuMat(m, (x, y, cw, ch))
+    planes = cv2.cuda.split(m)
+    made.extend(planes)
+    return cv2.cuda.merge([planes[i] for i in op[1]])
+
+
+def _mag(a):
+    a = np.abs(np.asarray(a, np.float64))
+    return float(a.max(initial=0.0))
+
+
+def propagate(op, e, a_in, a_out):
+    """The bound on |lazycv - CPU| after ``op``, given ``e`` before it (see the module doc)."""
+    kind = op[0]
+    out_float = a_out.dtype.kind == "f"
+    fterm = FLOAT_REL * _mag(a_out) + FLOAT_ABS if out_float else 0.0
+    if kind in ("crop", "splitmerge") or (kind == "resize" and op[1] == cv2.INTER_NEAREST):
+        return e
+    if kind == "cvt":
+        if op[1] in GRAY_CODES and out_float:
+            return e + fterm
+        return e                                 # reorders, alpha, integer fixed-point gray
+    if kind == "resize":                         # LINEAR: convex weights, rounded
+        if out_float:
+            return e + LINEAR_F32 + fterm
+        return e + LINEAR_INT + (1 if e > 0 else 0)     # OpenCV's fixed point: |F(a)-F(b)| <= e+1
+    if kind == "binary":
+        return e + fterm                         # 1-Lipschitz; exact on integers
+    if kind == "scalar":
+        name, s = op[1], op[2]
+        if name in ("add", "subtract"):
+            return e + fterm                     # exact on integers (scalar rounded first)
+        gain = max(abs(v) for v in s[:_shape(a_in)[2]])
+        if out_float:
+            return gain * e + fterm
+        return _rounded(gain * e)
+    # convert
+    _, nd, alpha, beta = op
+    if out_float:
+        return abs(alpha) * e + fterm
+    if a_in.dtype.kind == "f" or (alpha, beta) != (1.0, 0.0):
+        return _rounded(abs(alpha) * e)
+    return e                                     # integer -> integer: saturation only
+
+
+def _rounded(d):
+    """|round(u) - round(v)| <= floor(|u - v|) + 1 (round(x) is within 0.5 of x), and 0 when
+    u == v: both sides round the same value with the same rule."""
+    return math.floor(d + 1e-12) + 1 if d > 0 else 0
+
+
+def _tol_check(got, ref, e, ops):
+    assert got.shape == ref.shape and got.dtype == ref.dtype, (got.shape, got.dtype, ref.shape, ref.dtype)
+    g64, r64 = got.astype(np.float64), ref.astype(np.float64)
+    err = np.abs(g64 - r64)
+    bound = math.floor(e + 1e-9) if ref.dtype.kind != "f" else e
+    worst = float(err.max(initial=0))
+    assert worst <= bound, f"max |fused - CPU| = {worst} > allowed {bound} for chain {ops}"
+
+
+@settings(max_examples=40 if not SIM else 5, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(chains())
+# found by this test: three saturating scalar ops, then a second image in the same fused kernel
+@example((2, 3, cv2.CV_8U, 1, 5, [("scalar", "multiply", (1.5, 1.5, 1.5, 1.5))] * 3 + [("binary", "min", 7)]))
+def test_random_chain(case):
+    rows, cols, depth, cn, seed, ops = case
+    src = rand_image(np.random.default_rng(seed), rows, cols, cn, DEPTHS[depth])
+
+    # CPU reference, one op at a time, with the propagated bound
+    steps, e = [src], 0.0
+    for op in ops:
+        b = cpu_op(op, steps[-1])
+        e = propagate(op, e, steps[-1], b)
+        steps.append(b)
+    ref = steps[-1]
+    depth_of = {np.dtype(v): k for k, v in DEPTHS.items()}
+
+    def run():
+        made = [cv2.cuda_GpuMat()]
+        made[0].upload(src)
+        try:
+            m = made[0]
+            for op, cur, nxt in zip(ops, steps, steps[1:]):
+                m = gpu_op(op, m, (cur.shape, cur.dtype), made)
+                made.append(m)
+                # size/type are known without computing anything, and must be OpenCV's
+                assert m.size() == (nxt.shape[1], nxt.shape[0]), (op, m.size(), nxt.shape)
+                assert (m.depth(), m.channels()) == (depth_of[nxt.dtype], _shape(nxt)[2]), (op, m.type())
+            return m.download()
+        finally:
+            # A failing example must not leave pending work behind (the traceback keeps these
+            # mats alive, and a later flush would run it again): every example stands alone.
+            for g in made:
+                g.release()
+
+    fused, eager = run_both(run)
+    assert_fused_equals_eager(fused, eager)
+    _tol_check(fused, ref, e, ops)
