@@ -11,11 +11,17 @@ from . import runtime as _runtime
 from .facade import Event, GpuMat, Stream  # noqa: F401
 from .facade import patch as _patch
 from .runtime import STATE as _STATE
+# layer 2 (pipelines) and layer 3 (user ops); docs/layer2-compose.md, docs/layer3-ops.md
+from .compose import (Pipeline, compose, convert, crop, cvt_color, normalize, read, resize,  # noqa: F401
+                      to_planar, write)
+from .userops import gather_op, op  # noqa: F401
 
 __version__ = "0.1.0"
 RESIZE_MAPPINGS = ("opencv-cpu", "opencv-cuda")
 __all__ = ["enable", "disable", "enabled", "is_enabled", "backend", "materialize", "stats",
-           "reset_stats", "explain", "GpuMat", "Stream", "Event"]
+           "reset_stats", "explain", "GpuMat", "Stream", "Event",
+           "compose", "Pipeline", "read", "crop", "resize", "cvt_color", "convert", "normalize",
+           "to_planar", "write", "op", "gather_op"]
 
 
 def _configure(backend, fuse, resize_mapping):
@@ -100,13 +106,20 @@ def reset_stats():
 
 
 def explain(*mats, format="text"):
-    """The kernels that computing these pending results would launch (nothing runs)."""
+    """The kernels that computing these pending results would launch (nothing runs).
+    format: "text", "dot" (Graphviz source) or "svg" (a picture, laid out without Graphviz)."""
     from . import planner
-    from .report import explain_dot, explain_plan
+    from .report import explain_dot, explain_plan, explain_svg
+    if format not in ("text", "dot", "svg"):
+        raise ValueError("lazycv.explain: format must be 'text', 'dot' or 'svg'")
     with _STATE.lock:
-        flat = []
-        for m in mats:
-            flat.extend(m if isinstance(m, (list, tuple)) else [m])
+        flat, todo = [], list(mats)
+        while todo:                           # nested lists too (a batch of split planes)
+            m = todo.pop(0)
+            if isinstance(m, (list, tuple)):
+                todo[:0] = list(m)
+            else:
+                flat.append(m)
         pend = [m for m in flat if m._node is not None]
         values, names = [], {}
         for i, m in enumerate(flat):
@@ -116,7 +129,7 @@ def explain(*mats, format="text"):
                     values.append(m._node)
         kernels = planner.plan(values, _STATE.fuse) if pend else []
         if format == "dot":
-            return explain_dot(kernels)
-        if format != "text":
-            raise ValueError("lazycv.explain: format must be 'text' or 'dot'")
+            return explain_dot(kernels, names)
+        if format == "svg":
+            return explain_svg(kernels, names)
         return explain_plan(kernels, names)

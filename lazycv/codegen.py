@@ -81,11 +81,22 @@ class Emitter:
         self._named = {}
         self._n = 0
         self.source_reads = {}      # value index -> True when every read is at (y, x)
+        self.globals = {}           # name -> (python function, fingerprint) the body calls
 
     def let(self, expr, prefix="t"):
         self._n += 1
         name = f"_{prefix}{self._n}"          # "_" keeps temporaries apart from argument names
         self.lines.append(f"{name} = {expr}")
+        return name
+
+    def use_function(self, name, fn, fingerprint):
+        """Let the kernel body call ``name(...)``: ``fn`` (a plain Python function) is compiled
+        as a device function of the backend. ``fingerprint`` (e.g. a hash of its code) goes into
+        the kernel source, so a changed function never reuses a stale cached kernel."""
+        have = self.globals.get(name)
+        if have is not None and have[0] is not fn:
+            raise ValueError(f"lazycv: two different functions named {name!r} in one kernel")
+        self.globals[name] = (fn, fingerprint)
         return name
 
     def dyn(self, node, k, kind):
@@ -110,8 +121,12 @@ class Emitter:
 
     def read(self, value, y, x):
         """Channel variables of ``value`` at pixel (y, x), computing it here if needed."""
-        value = resolved(value)
-        vi = self.layout.index[id(value)]
+        # the layout fixed what is computed and what is read when it was built; a kernel launched
+        # since then may have computed a node this one recomputes, which changes nothing here
+        vi = self.layout.index.get(id(value))
+        if vi is None:
+            vi = self.layout.index[id(resolved(value))]
+        value = self.layout.values[vi]
         key = (vi, y, x)
         got = self._memo.get(key)
         if got is not None:
@@ -141,8 +156,8 @@ class Compiled:
         self.n_outputs, self.source_reads, self.name = n_outputs, source_reads, name
 
 
-def generate(layout, frame):
-    """Emit the body for ``layout`` and wrap it in the backend's kernel ``frame``."""
+def emit_body(layout):
+    """The straight-line per-pixel body for ``layout`` (names H, W, y, x, parameters free)."""
     em = Emitter(layout)
     outs = []
     for vi, _ in layout.outputs:
@@ -155,7 +170,90 @@ def generate(layout, frame):
         em.lines.append(f"oc{k} = (o{k}_x + x) * {v.cn}")
         for c, var in enumerate(outs[k]):
             em.lines.append(f"o{k}[or{k}, oc{k} + {c}] = {var}")
-    return em, frame(em.params, em.lines)
+    return em
+
+
+def _with_header(em, source):
+    if em.globals:
+        header = "".join(f"# calls {n}: {fp}\n" for n, (_, fp) in sorted(em.globals.items()))
+        source = header + source
+    return source
+
+
+def generate(layout, frame):
+    """Emit the body for ``layout`` and wrap it in the backend's kernel ``frame``."""
+    em = emit_body(layout)
+    return em, _with_header(em, frame(em.params, em.lines))
+
+
+class BatchSpec:
+    """How a batch of same-signature kernels binds its parameters.
+
+    Scalars (sizes, offsets, dyn values) come from two per-item tables, ``TI`` (int64) and
+    ``TF`` (float64), one row per item. A source buffer that every item reads (e.g. the frame
+    all crops come from) is one argument; sources that differ are passed as ``nsel`` arrays and
+    chosen per item by an index in ``TI`` (``nsel`` is rounded up to a power of two, so batch
+    sizes do not each compile a kernel). Outputs are slabs, one 3-D array per output, item b
+    writing ``slab[b]``.
+    """
+    __slots__ = ("int_cols", "float_cols", "arrays", "key")
+
+    def __init__(self, em, shared, nsel):
+        self.int_cols, self.float_cols, self.arrays = {"H": 0, "W": 1}, {}, []
+        for item in em.recipe:
+            if item[0] == "src":
+                vi = item[1]
+                self.int_cols[f"s{vi}_y"] = len(self.int_cols)
+                self.int_cols[f"s{vi}_x"] = len(self.int_cols)
+                if vi in shared:
+                    self.arrays.append((f"s{vi}", "shared", 1))
+                else:
+                    self.int_cols[f"s{vi}_sel"] = len(self.int_cols)
+                    self.arrays.append((f"s{vi}", "select", nsel[vi]))
+            else:
+                _, vi, k, kind = item
+                name = f"d{vi}_{k}"
+                if kind == "i":
+                    self.int_cols[name] = len(self.int_cols)
+                else:
+                    self.float_cols[name] = (len(self.float_cols), kind)
+        self.key = (tuple(sorted(shared)), tuple(sorted(nsel.items())))
+
+
+def generate_batched(layout, frame, shared, nsel):
+    """A kernel computing a whole batch of graphs with ``layout``'s signature in one launch."""
+    em = emit_body(layout)
+    spec = BatchSpec(em, shared, nsel)
+    pre, params = [], []
+    for name, col in spec.int_cols.items():
+        if name not in ("H", "W") and not name.endswith("_sel"):
+            pre.append(f"{name} = TI[b, {col}]")
+    for name, (col, kind) in spec.float_cols.items():
+        cast = "np.float32" if kind == "f32" else "np.float64"
+        pre.append(f"{name} = {cast}(TF[b, {col}])")
+    for name, how, n in spec.arrays:
+        if how == "shared":
+            params.append(name)
+            continue
+        sel = spec.int_cols[f"{name}_sel"]
+        params += [f"{name}__{j}" for j in range(n)]
+        pre.append(f"_sel = TI[b, {sel}]")
+        for j in range(n):
+            kw = "if" if j == 0 else "elif"
+            pre.append(f"{kw} _sel == {j}:" if j < n - 1 else "else:")
+            pre.append(f"    {name} = {name}__{j}")
+    for k in range(len(layout.outputs)):
+        params.append(f"O{k}")
+        pre += [f"o{k} = O{k}[b]", f"o{k}_y = 0", f"o{k}_x = 0"]
+    return em, spec, _with_header(em, frame(params, pre, em.lines))
+
+
+
+class BatchedCompiled:
+    __slots__ = ("fn", "recipe", "spec", "name")
+
+    def __init__(self, fn, recipe, spec, name):
+        self.fn, self.recipe, self.spec, self.name = fn, recipe, spec, name
 
 
 class KernelCache:
@@ -176,11 +274,32 @@ class KernelCache:
             if hit is not None:
                 return hit
             em, source = generate(layout, self.backend.kernel_frame)
-            fn, name = _load(source, self.backend.name)
+            fn, name = _load(source, self.backend.name,
+                             {n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
             self.backend.debug_source(name, source)
             hit = Compiled(fn, tuple(em.recipe), source, len(layout.outputs),
                            dict(em.source_reads), name)
             self._kernels[layout.signature] = hit
+            stats["compiles"] += 1
+            return hit
+
+    def get_batched(self, layout, shared, nsel, stats):
+        """The batched kernel for ``layout``'s signature and this way of binding sources."""
+        key = ("batch", layout.signature, tuple(sorted(shared)), tuple(sorted(nsel.items())))
+        hit = self._kernels.get(key)
+        if hit is not None:
+            stats["cache_hits"] += 1
+            return hit
+        with self._lock:
+            hit = self._kernels.get(key)
+            if hit is not None:
+                return hit
+            em, spec, source = generate_batched(layout, self.backend.batched_frame, shared, nsel)
+            fn, name = _load(source, self.backend.name,
+                             {n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
+            self.backend.debug_source(name, source)
+            hit = BatchedCompiled(fn, tuple(em.recipe), spec, name)
+            self._kernels[key] = hit
             stats["compiles"] += 1
             return hit
 
@@ -192,9 +311,10 @@ def cache_dir():
     return d
 
 
-def _load(source, target):
+def _load(source, target, injected=None):
     """Write ``source`` to a file named by its hash (never rewritten, so Numba's cache index,
-    which is keyed on the file's timestamp, stays valid) and import it."""
+    which is keyed on the file's timestamp, stays valid) and import it. ``injected`` globals
+    (device functions the body calls) are set before the first call compiles the kernel."""
     digest = hashlib.sha1((target + "\n" + source).encode()).hexdigest()[:24]
     name = f"lazycv_{target.replace('-', '_')}_{digest}"
     path = os.path.join(cache_dir(), name + ".py")
@@ -209,4 +329,6 @@ def _load(source, target):
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         sys.modules[name] = mod
+    for k, v in (injected or {}).items():
+        setattr(mod, k, v)
     return mod.kernel, name

@@ -36,6 +36,34 @@ class BufferPool:
         self._finalizers[id(buf)] = fin
         return buf
 
+    def alloc_batch(self, n, shape, dtype):
+        """One slab of ``n`` buffers of ``shape``: returns (slab, [item views]). The slab's
+        storage returns to the pool once the slab and every item view are garbage."""
+        full = (n,) + tuple(shape)
+        key = (full, dtype.str)
+        storage = None
+        lst = self._free.get(key)
+        if lst:
+            try:
+                storage = lst.pop()
+                self._idle_bytes -= storage.nbytes
+            except IndexError:
+                storage = None
+        if storage is None:
+            storage = self._new(full, dtype)
+        slab = self._view(storage)
+        items = [storage[b] for b in range(n)]
+        left = [n + 1]
+
+        def one_gone():
+            left[0] -= 1
+            if left[0] == 0:
+                self._release(key, storage, None)
+        for v in [slab] + items:
+            f = weakref.finalize(v, one_gone)
+            f.atexit = False
+        return slab, items
+
     def _release(self, key, storage, ident):
         self._finalizers.pop(ident, None)
         if self._idle_bytes + storage.nbytes > self.cap:

@@ -240,8 +240,11 @@ def _output_region(mat):
 
 
 def execute(sinks):
-    """Plan and launch the kernels computing ``sinks`` (pending GpuMats)."""
-    be = STATE.backend
+    """Plan and launch the kernels computing ``sinks`` (pending GpuMats).
+
+    Kernels of one phase with the same signature (the same chain over different ROIs, frames or
+    scalars — typically a Python loop) are launched together as one batched kernel.
+    """
     by_node = {}
     for m in sinks:
         by_node.setdefault(id(m._node), []).append(m)
@@ -253,30 +256,131 @@ def execute(sinks):
     if debug_level() >= 1:
         from .report import explain_plan
         print(explain_plan(kernels), file=sys.stderr)
-    for k in kernels:
-        outputs = []
-        for n in k.outputs:
-            mats = by_node.get(id(n))
-            if mats:
-                alloc, y0, x0 = _output_region(mats[0])
+    level = 0
+    while level < len(kernels) and kernels:
+        phase = [k for k in kernels if k.level == level]
+        if not phase:
+            break
+        groups = {}
+        for k in phase:
+            layout = codegen.KernelLayout([(n, None) for n in k.outputs])
+            batchable = STATE.fuse and all(
+                not any(m._alloc is not None for m in by_node.get(id(n), ())) for n in k.outputs)
+            key = layout.signature if batchable else ("single", id(k))
+            groups.setdefault(key, []).append((k, layout))
+        for members in groups.values():
+            if len(members) >= 2:
+                _launch_batch(members, by_node)
             else:
-                alloc, y0, x0 = None, 0, 0
-            buf = alloc.buf if alloc else be.alloc(n.rows, n.cols * n.cn, DEPTH_DTYPE[n.depth])
-            outputs.append((n, buf, y0, x0, alloc))
-        _launch(k, [o[:4] for o in outputs])
-        for n, buf, y0, x0, alloc in outputs:
-            n.result = Source(buf, y0, x0, n.rows, n.cols, n.depth, n.cn)
-            for m in by_node.get(id(n), ()):
-                if m._node is n:
-                    m._bind_result(alloc, y0, x0)
-        STATE.stats["kernels_launched"] += 1
-        if len(k.nodes) > 1:
-            STATE.stats["ops_fused"] += len(k.nodes)
+                _launch_single(*members[0], by_node)
+        level += 1
 
 
-def _launch(kernel, outputs):
+def _finish_kernel(kernel, outputs, by_node):
+    for n, buf, y0, x0, alloc in outputs:
+        n.result = Source(buf, y0, x0, n.rows, n.cols, n.depth, n.cn)
+        for m in by_node.get(id(n), ()):
+            if m._node is n:
+                if alloc is None:
+                    alloc = Allocation(buf)
+                m._bind_result(alloc, y0, x0)
+    if len(kernel.nodes) > 1:
+        STATE.stats["ops_fused"] += len(kernel.nodes)
+
+
+def _launch_single(k, layout, by_node):
     be = STATE.backend
-    layout = codegen.KernelLayout([(n, None) for n, *_ in outputs])
+    outputs = []
+    for n in k.outputs:
+        mats = by_node.get(id(n))
+        if mats:
+            alloc, y0, x0 = _output_region(mats[0])
+        else:
+            alloc, y0, x0 = None, 0, 0
+        buf = alloc.buf if alloc else be.alloc(n.rows, n.cols * n.cn, DEPTH_DTYPE[n.depth])
+        outputs.append((n, buf, y0, x0, alloc))
+    _launch(k, layout, [o[:4] for o in outputs])
+    STATE.stats["kernels_launched"] += 1
+    _finish_kernel(k, outputs, by_node)
+
+
+def _pow2(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def _launch_batch(members, by_node):
+    """One launch for kernels that share a signature: per-item scalars in tables, shared
+    sources passed once, outputs in slabs."""
+    be = STATE.backend
+    layout0 = members[0][1]
+    values_per_item = [lay.values for _, lay in members]
+    shared, nsel, distinct = set(), {}, {}
+    for vi, v in enumerate(layout0.values):
+        if not v.is_source:
+            continue
+        bufs = []
+        for vals in values_per_item:
+            if all(vals[vi].buf is not b for b in bufs):
+                bufs.append(vals[vi].buf)
+        if len(bufs) == 1:
+            shared.add(vi)
+        else:
+            nsel[vi] = _pow2(len(bufs))
+            distinct[vi] = bufs
+    compiled = STATE.kernel_cache().get_batched(layout0, shared, nsel, STATE.stats)
+    spec = compiled.spec
+    n_items = len(members)
+    ti = np.zeros((n_items, len(spec.int_cols)), np.int64)
+    tf = np.zeros((n_items, max(1, len(spec.float_cols))), np.float64)
+    for b, (k, lay) in enumerate(members):
+        ti[b, 0], ti[b, 1] = k.rows, k.cols
+        for item in compiled.recipe:
+            if item[0] == "src":
+                vi = item[1]
+                v = lay.values[vi]
+                ti[b, spec.int_cols[f"s{vi}_y"]] = v.y0
+                ti[b, spec.int_cols[f"s{vi}_x"]] = v.x0
+                if vi in distinct:
+                    ti[b, spec.int_cols[f"s{vi}_sel"]] = next(
+                        j for j, buf in enumerate(distinct[vi]) if buf is v.buf)
+            else:
+                _, vi, kk, kind = item
+                name = f"d{vi}_{kk}"
+                val = lay.values[vi].dyn[kk]
+                if kind == "i":
+                    ti[b, spec.int_cols[name]] = int(val)
+                else:
+                    tf[b, spec.float_cols[name][0]] = float(_CONVERT[kind](val))
+    arrays = []
+    for name, how, n in spec.arrays:
+        vi = int(name[1:])
+        if how == "shared":
+            arrays.append(layout0.values[vi].buf)
+        else:
+            bufs = distinct[vi]
+            arrays += bufs + [bufs[0]] * (n - len(bufs))
+    max_h = max(k.rows for k, _ in members)
+    max_w = max(k.cols for k, _ in members)
+    slabs, item_bufs = [], []
+    for oi, (vi, _) in enumerate(layout0.outputs):
+        v = layout0.values[vi]
+        rows = max(lay.values[lay.outputs[oi][0]].rows for _, lay in members)
+        row_elems = max(lay.values[lay.outputs[oi][0]].cols for _, lay in members) * v.cn
+        slab, items = be.alloc_batch(n_items, rows, row_elems, DEPTH_DTYPE[v.depth])
+        slabs.append(slab)
+        item_bufs.append(items)
+    be.launch_batched(compiled, n_items, max_h, max_w, ti, tf, arrays + slabs)
+    STATE.stats["kernels_launched"] += 1
+    for b, (k, lay) in enumerate(members):
+        outputs = [(n, item_bufs[oi][b], 0, 0, None) for oi, n in enumerate(k.outputs)]
+        _finish_kernel(k, outputs, by_node)
+
+
+def _launch(kernel, layout, outputs):
+    be = STATE.backend
     compiled = STATE.kernel_cache().get(layout, STATE.stats)
     # In-place safety: an output buffer that the kernel also reads is fine only when every read
     # of it is at the output pixel itself; otherwise compute into a temporary and copy.

@@ -29,12 +29,54 @@ def kernel(Y0, Y1, {params}):
 '''
 
 
+_BATCHED = '''import math
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def kernel(Y0, Y1, MAXH, TI, TF, {params}):
+    for r in range(Y0, Y1):
+        b = r // MAXH
+        y = r - b * MAXH
+        H = TI[b, 0]
+        W = TI[b, 1]
+        if y >= H:
+            continue
+{pre}
+        for x in range(W):
+{body}
+'''
+
+
 class CpuBackend(Backend):
     name = "cpu"
     is_device = False
 
     def kernel_frame(self, params, lines):
         return _FRAME.format(params=", ".join(params), body=self.indent(lines, 12))
+
+    def batched_frame(self, params, pre, lines):
+        return _BATCHED.format(params=", ".join(params), pre=self.indent(pre, 8),
+                               body=self.indent(lines, 12))
+
+    def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None):
+        fn, rows = compiled.fn, n_items * max_h
+        bands = min(self.threads, max(1, rows // self.MIN_ROWS_PER_BAND))
+        if bands == 1 or rows * max_w < self.MIN_PIXELS_TO_SPLIT:
+            fn(0, rows, max_h, ti, tf, *arrays)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="lazycv-cpu")
+        step = (rows + bands - 1) // bands
+        futs = [self._pool.submit(fn, r, min(r + step, rows), max_h, ti, tf, *arrays)
+                for r in range(step, rows, step)]
+        fn(0, min(step, rows), max_h, ti, tf, *arrays)
+        for f in futs:
+            f.result()
+
+    def alloc_batch(self, n, rows, row_elems, dtype):
+        return self.buffers.alloc_batch(n, (rows, row_elems), np.dtype(dtype))
 
     def alloc(self, rows, row_elems, dtype):
         return self.buffers.alloc((rows, row_elems), np.dtype(dtype))
@@ -70,6 +112,11 @@ class CpuBackend(Backend):
     def download(self, buf, y0, c0, rows, ncols, out2d, stream=None):
         out2d[...] = buf[y0:y0 + rows, c0:c0 + ncols]
         return True
+
+    def device_function(self, fn):
+        """A plain Python function made callable from generated kernels."""
+        from numba import njit
+        return njit(inline="always", nogil=True)(fn)
 
     def to_host_view(self, buf):
         return buf

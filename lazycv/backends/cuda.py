@@ -20,6 +20,23 @@ def kernel({params}):
 {body}
 '''
 
+_BATCHED = '''import math
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit({opts})
+def kernel(MAXH, TI, TF, {params}):
+    x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    b = cuda.blockIdx.z
+    H = TI[b, 0]
+    W = TI[b, 1]
+    if x < W and y < H:
+{pre}
+{body}
+'''
+
 BLOCK = (32, 8)
 
 
@@ -46,6 +63,24 @@ class CudaBackend(Backend):
     def kernel_frame(self, params, lines):
         opts = "" if self.simulator else "cache=True"
         return _FRAME.format(opts=opts, params=", ".join(params), body=self.indent(lines, 8))
+
+    def batched_frame(self, params, pre, lines):
+        opts = "" if self.simulator else "cache=True"
+        return _BATCHED.format(opts=opts, params=", ".join(params), pre=self.indent(pre, 8),
+                               body=self.indent(lines, 8))
+
+    def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None):
+        bx, by = BLOCK
+        grid = ((max_w + bx - 1) // bx, (max_h + by - 1) // by, n_items)
+        cuda = self.cuda
+        dti, dtf = cuda.to_device(ti), cuda.to_device(tf)
+        if stream is None:
+            compiled.fn[grid, BLOCK](max_h, dti, dtf, *arrays)
+        else:
+            compiled.fn[grid, BLOCK, stream](max_h, dti, dtf, *arrays)
+
+    def alloc_batch(self, n, rows, row_elems, dtype):
+        return self.buffers.alloc_batch(n, (rows, row_elems), np.dtype(dtype))
 
     def alloc(self, rows, row_elems, dtype):
         return self.buffers.alloc((rows, row_elems), np.dtype(dtype))
@@ -82,6 +117,10 @@ class CudaBackend(Backend):
         else:
             src.copy_to_host(out2d, stream=stream)
         return True
+
+    def device_function(self, fn):
+        """A plain Python function made callable from generated kernels."""
+        return self.cuda.jit(device=True)(fn)
 
     def synchronize(self, stream=None):
         if stream is None:
