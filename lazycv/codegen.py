@@ -72,8 +72,9 @@ class KernelLayout:
 class Emitter:
     """The context ops emit into: fresh names, kernel arguments, and reads of other values."""
 
-    def __init__(self, layout):
+    def __init__(self, layout, prefix=""):
         self.layout = layout
+        self.p = prefix             # keeps the names of several kernels in one launch apart
         self.lines = []
         self.params = ["H", "W"]
         self.recipe = []            # how to fetch each parameter after H, W at launch
@@ -85,7 +86,7 @@ class Emitter:
 
     def let(self, expr, prefix="t"):
         self._n += 1
-        name = f"_{prefix}{self._n}"          # "_" keeps temporaries apart from argument names
+        name = f"_{self.p}{prefix}{self._n}"   # "_" keeps temporaries apart from argument names
         self.lines.append(f"{name} = {expr}")
         return name
 
@@ -105,7 +106,7 @@ class Emitter:
         key = ("d", vi, k)
         name = self._named.get(key)
         if name is None:
-            name = f"d{vi}_{k}"
+            name = f"{self.p}d{vi}_{k}"
             self._named[key] = name
             self.params.append(name)
             self.recipe.append(("dyn", vi, k, kind))
@@ -114,10 +115,11 @@ class Emitter:
     def _source_args(self, vi):
         key = ("s", vi)
         if key not in self._named:
-            self._named[key] = f"s{vi}"
-            self.params += [f"s{vi}", f"s{vi}_y", f"s{vi}_x"]
+            s = f"{self.p}s{vi}"
+            self._named[key] = s
+            self.params += [s, f"{s}_y", f"{s}_x"]
             self.recipe.append(("src", vi))
-        return f"s{vi}"
+        return self._named[key]
 
     def read(self, value, y, x):
         """Channel variables of ``value`` at pixel (y, x), computing it here if needed."""
@@ -156,20 +158,22 @@ class Compiled:
         self.n_outputs, self.source_reads, self.name = n_outputs, source_reads, name
 
 
-def emit_body(layout):
+def emit_body(layout, prefix=""):
     """The straight-line per-pixel body for ``layout`` (names H, W, y, x, parameters free)."""
-    em = Emitter(layout)
+    em = Emitter(layout, prefix)
+    p = prefix
     outs = []
     for vi, _ in layout.outputs:
         outs.append(em.read(layout.values[vi], "y", "x"))
     # every load happens before the first store, so an in-place op at (y, x) is safe
     for k, (vi, _) in enumerate(layout.outputs):
         v = layout.values[vi]
-        em.params += [f"o{k}", f"o{k}_y", f"o{k}_x"]
-        em.lines.append(f"or{k} = o{k}_y + y")
-        em.lines.append(f"oc{k} = (o{k}_x + x) * {v.cn}")
+        o = f"{p}o{k}"
+        em.params += [o, f"{o}_y", f"{o}_x"]
+        em.lines.append(f"_{p}or{k} = {o}_y + y")
+        em.lines.append(f"_{p}oc{k} = ({o}_x + x) * {v.cn}")
         for c, var in enumerate(outs[k]):
-            em.lines.append(f"o{k}[or{k}, oc{k} + {c}] = {var}")
+            em.lines.append(f"{o}[_{p}or{k}, _{p}oc{k} + {c}] = {var}")
     return em
 
 
@@ -187,73 +191,102 @@ def generate(layout, frame):
 
 
 class BatchSpec:
-    """How a batch of same-signature kernels binds its parameters.
+    """How one kind of item in a batched launch binds its parameters.
 
-    Scalars (sizes, offsets, dyn values) come from two per-item tables, ``TI`` (int64) and
-    ``TF`` (float64), one row per item. A source buffer that every item reads (e.g. the frame
-    all crops come from) is one argument; sources that differ are passed as ``nsel`` arrays and
-    chosen per item by an index in ``TI`` (``nsel`` is rounded up to a power of two, so batch
-    sizes do not each compile a kernel). Outputs are slabs, one 3-D array per output, item b
-    writing ``slab[b]``.
+    A batched launch runs many items, each a graph with the signature of its *kind* (the same
+    chain over different ROIs, frames or scalars; several kinds when different chains read one
+    frame). Scalars (sizes, offsets, dyn values) come from two per-item tables: ``TI`` (int64;
+    columns 0-3 are H, W, the kind and the item's index within its kind) and ``TF`` (float64). A source buffer every item of the
+    kind reads is one argument; sources that differ are passed as ``nsel`` arrays chosen per
+    item by an index in ``TI`` (``nsel`` is rounded up to a power of two, so batch sizes do not
+    each compile a kernel). Outputs are slabs, one 3-D array per output, item b writing
+    ``slab[b]``.
     """
-    __slots__ = ("int_cols", "float_cols", "arrays", "key")
+    __slots__ = ("int_cols", "float_cols", "arrays", "outputs", "prefix")
 
-    def __init__(self, em, shared, nsel):
-        self.int_cols, self.float_cols, self.arrays = {"H": 0, "W": 1}, {}, []
+    def __init__(self, em, shared, nsel, prefix):
+        self.prefix = prefix
+        self.int_cols, self.float_cols, self.arrays = {}, {}, []
+        col = 4
         for item in em.recipe:
             if item[0] == "src":
                 vi = item[1]
-                self.int_cols[f"s{vi}_y"] = len(self.int_cols)
-                self.int_cols[f"s{vi}_x"] = len(self.int_cols)
+                s = f"{prefix}s{vi}"
+                self.int_cols[f"{s}_y"], self.int_cols[f"{s}_x"] = col, col + 1
+                col += 2
                 if vi in shared:
-                    self.arrays.append((f"s{vi}", "shared", 1))
+                    self.arrays.append((s, vi, "shared", 1))
                 else:
-                    self.int_cols[f"s{vi}_sel"] = len(self.int_cols)
-                    self.arrays.append((f"s{vi}", "select", nsel[vi]))
+                    self.int_cols[f"{s}_sel"] = col
+                    col += 1
+                    self.arrays.append((s, vi, "select", nsel[vi]))
             else:
                 _, vi, k, kind = item
-                name = f"d{vi}_{k}"
+                name = f"{prefix}d{vi}_{k}"
                 if kind == "i":
-                    self.int_cols[name] = len(self.int_cols)
+                    self.int_cols[name] = col
+                    col += 1
                 else:
                     self.float_cols[name] = (len(self.float_cols), kind)
-        self.key = (tuple(sorted(shared)), tuple(sorted(nsel.items())))
+        self.outputs = [f"{prefix}O{k}" for k in range(len(em.layout.outputs))]
+
+    @property
+    def n_int(self):
+        return 4 + len(self.int_cols)
+
+    def preamble(self):
+        pre, params = [], []
+        for name, col in self.int_cols.items():
+            if not name.endswith("_sel"):
+                pre.append(f"{name} = TI[b, {col}]")
+        for name, (col, kind) in self.float_cols.items():
+            cast = "np.float32" if kind == "f32" else "np.float64"
+            pre.append(f"{name} = {cast}(TF[b, {col}])")
+        for name, vi, how, n in self.arrays:
+            if how == "shared":
+                params.append(name)
+                continue
+            params += [f"{name}__{j}" for j in range(n)]
+            if n == 1:
+                pre.append(f"{name} = {name}__0")
+                continue
+            pre.append(f"_{self.prefix}sel{vi} = TI[b, {self.int_cols[name + '_sel']}]")
+            for j in range(n):
+                head = f"if _{self.prefix}sel{vi} == {j}:" if j == 0 else \
+                    (f"elif _{self.prefix}sel{vi} == {j}:" if j < n - 1 else "else:")
+                pre += [head, f"    {name} = {name}__{j}"]
+        for k, slab in enumerate(self.outputs):
+            o = f"{self.prefix}o{k}"
+            params.append(slab)
+            pre += [f"{o} = {slab}[TI[b, 3]]", f"{o}_y = 0", f"{o}_x = 0"]
+        return pre, params
 
 
-def generate_batched(layout, frame, shared, nsel):
-    """A kernel computing a whole batch of graphs with ``layout``'s signature in one launch."""
-    em = emit_body(layout)
-    spec = BatchSpec(em, shared, nsel)
-    pre, params = [], []
-    for name, col in spec.int_cols.items():
-        if name not in ("H", "W") and not name.endswith("_sel"):
-            pre.append(f"{name} = TI[b, {col}]")
-    for name, (col, kind) in spec.float_cols.items():
-        cast = "np.float32" if kind == "f32" else "np.float64"
-        pre.append(f"{name} = {cast}(TF[b, {col}])")
-    for name, how, n in spec.arrays:
-        if how == "shared":
-            params.append(name)
-            continue
-        sel = spec.int_cols[f"{name}_sel"]
-        params += [f"{name}__{j}" for j in range(n)]
-        pre.append(f"_sel = TI[b, {sel}]")
-        for j in range(n):
-            kw = "if" if j == 0 else "elif"
-            pre.append(f"{kw} _sel == {j}:" if j < n - 1 else "else:")
-            pre.append(f"    {name} = {name}__{j}")
-    for k in range(len(layout.outputs)):
-        params.append(f"O{k}")
-        pre += [f"o{k} = O{k}[b]", f"o{k}_y = 0", f"o{k}_x = 0"]
-    return em, spec, _with_header(em, frame(params, pre, em.lines))
+def generate_batched(kinds, frame):
+    """One kernel running items of several kinds; ``kinds`` is a list of (layout, shared, nsel)."""
+    ems, specs, branches, params = [], [], [], []
+    for j, (layout, shared, nsel) in enumerate(kinds):
+        prefix = f"k{j}_" if len(kinds) > 1 else ""
+        em = emit_body(layout, prefix)
+        spec = BatchSpec(em, shared, nsel, prefix)
+        pre, ps = spec.preamble()
+        ems.append(em)
+        specs.append(spec)
+        branches.append((pre, em.lines))
+        params += ps
+    merged = Emitter(None)
+    for em in ems:
+        merged.globals.update(em.globals)
+    return ems, specs, _with_header(merged, frame(params, branches))
 
 
 
 class BatchedCompiled:
-    __slots__ = ("fn", "recipe", "spec", "name")
+    """A compiled batched kernel: per kind, the recipe and how it binds (``BatchSpec``)."""
+    __slots__ = ("fn", "recipes", "specs", "name")
 
-    def __init__(self, fn, recipe, spec, name):
-        self.fn, self.recipe, self.spec, self.name = fn, recipe, spec, name
+    def __init__(self, fn, recipes, specs, name):
+        self.fn, self.recipes, self.specs, self.name = fn, recipes, specs, name
 
 
 class KernelCache:
@@ -283,9 +316,10 @@ class KernelCache:
             stats["compiles"] += 1
             return hit
 
-    def get_batched(self, layout, shared, nsel, stats):
-        """The batched kernel for ``layout``'s signature and this way of binding sources."""
-        key = ("batch", layout.signature, tuple(sorted(shared)), tuple(sorted(nsel.items())))
+    def get_batched(self, kinds, stats):
+        """The batched kernel for ``kinds``: a list of (layout, shared, nsel)."""
+        key = ("batch",) + tuple((lay.signature, tuple(sorted(sh)), tuple(sorted(ns.items())))
+                                 for lay, sh, ns in kinds)
         hit = self._kernels.get(key)
         if hit is not None:
             stats["cache_hits"] += 1
@@ -294,11 +328,13 @@ class KernelCache:
             hit = self._kernels.get(key)
             if hit is not None:
                 return hit
-            em, spec, source = generate_batched(layout, self.backend.batched_frame, shared, nsel)
-            fn, name = _load(source, self.backend.name,
-                             {n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
+            ems, specs, source = generate_batched(kinds, self.backend.batched_frame)
+            injected = {}
+            for em in ems:
+                injected.update({n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
+            fn, name = _load(source, self.backend.name, injected)
             self.backend.debug_source(name, source)
-            hit = BatchedCompiled(fn, tuple(em.recipe), spec, name)
+            hit = BatchedCompiled(fn, [tuple(em.recipe) for em in ems], specs, name)
             self._kernels[key] = hit
             stats["compiles"] += 1
             return hit

@@ -74,7 +74,12 @@ def plan(sink_values, fuse=True):
         level[id(n)] = lv
         region[id(n)] = members
 
-    # union-find: outputs whose regions share a node belong to one kernel
+    # union-find: outputs whose regions share a node belong to one kernel (constants such as a
+    # setTo fill are recomputed per kernel instead: sharing one must not weld frames together)
+    const = {}
+    for n in nodes:
+        const[id(n)] = all(not resolved(i).is_source and const.get(id(resolved(i)), False)
+                           for i in n.inputs)
     parent = {}
 
     def root(k):
@@ -87,6 +92,8 @@ def plan(sink_values, fuse=True):
             continue
         parent[id(n)] = id(n)
         for m in region[id(n)]:
+            if const[id(m)] and m is not n:
+                continue
             o = owner.get(id(m))
             if o is None:
                 owner[id(m)] = id(n)

@@ -261,19 +261,47 @@ def execute(sinks):
         phase = [k for k in kernels if k.level == level]
         if not phase:
             break
-        groups = {}
+        groups, singles = {}, []
         for k in phase:
             layout = codegen.KernelLayout([(n, None) for n in k.outputs])
             batchable = STATE.fuse and all(
                 not any(m._alloc is not None for m in by_node.get(id(n), ())) for n in k.outputs)
-            key = layout.signature if batchable else ("single", id(k))
-            groups.setdefault(key, []).append((k, layout))
-        for members in groups.values():
-            if len(members) >= 2:
-                _launch_batch(members, by_node)
+            if batchable:
+                groups.setdefault(layout.signature, []).append((k, layout))
             else:
-                _launch_single(*members[0], by_node)
+                singles.append((k, layout))
+        for k, layout in singles:
+            _launch_single(k, layout, by_node)
+        for kinds in _launches(list(groups.values())):
+            if len(kinds) == 1 and len(kinds[0]) == 1:
+                _launch_single(*kinds[0][0], by_node)
+            else:
+                _launch_batch(kinds, by_node)
         level += 1
+
+
+def _launches(groups):
+    """Put groups (kinds) that read a common buffer into one launch: several products of one
+    frame then come from one kernel, its reads served from cache."""
+    parent = list(range(len(groups)))
+
+    def root(i):
+        while parent[i] != i:
+            i = parent[i]
+        return i
+    owner = {}
+    for gi, members in enumerate(groups):
+        for _, layout in members:
+            for v in layout.values:
+                if v.is_source:
+                    o = owner.setdefault(id(v.buf), gi)
+                    a, b = root(o), root(gi)
+                    if a != b:
+                        parent[b] = a
+    launches = {}
+    for gi, members in enumerate(groups):
+        launches.setdefault(root(gi), []).append(members)
+    return list(launches.values())
 
 
 def _finish_kernel(kernel, outputs, by_node):
@@ -311,72 +339,83 @@ def _pow2(n):
     return p
 
 
-def _launch_batch(members, by_node):
-    """One launch for kernels that share a signature: per-item scalars in tables, shared
-    sources passed once, outputs in slabs."""
-    be = STATE.backend
+def _bind_kind(members):
+    """(shared, nsel, distinct) for one kind: which sources all items share, which differ."""
     layout0 = members[0][1]
-    values_per_item = [lay.values for _, lay in members]
     shared, nsel, distinct = set(), {}, {}
     for vi, v in enumerate(layout0.values):
         if not v.is_source:
             continue
         bufs = []
-        for vals in values_per_item:
-            if all(vals[vi].buf is not b for b in bufs):
-                bufs.append(vals[vi].buf)
+        for _, lay in members:
+            if all(lay.values[vi].buf is not b for b in bufs):
+                bufs.append(lay.values[vi].buf)
         if len(bufs) == 1:
             shared.add(vi)
         else:
             nsel[vi] = _pow2(len(bufs))
             distinct[vi] = bufs
-    compiled = STATE.kernel_cache().get_batched(layout0, shared, nsel, STATE.stats)
-    spec = compiled.spec
-    n_items = len(members)
-    ti = np.zeros((n_items, len(spec.int_cols)), np.int64)
-    tf = np.zeros((n_items, max(1, len(spec.float_cols))), np.float64)
-    for b, (k, lay) in enumerate(members):
-        ti[b, 0], ti[b, 1] = k.rows, k.cols
-        for item in compiled.recipe:
-            if item[0] == "src":
-                vi = item[1]
-                v = lay.values[vi]
-                ti[b, spec.int_cols[f"s{vi}_y"]] = v.y0
-                ti[b, spec.int_cols[f"s{vi}_x"]] = v.x0
-                if vi in distinct:
-                    ti[b, spec.int_cols[f"s{vi}_sel"]] = next(
-                        j for j, buf in enumerate(distinct[vi]) if buf is v.buf)
-            else:
-                _, vi, kk, kind = item
-                name = f"d{vi}_{kk}"
-                val = lay.values[vi].dyn[kk]
-                if kind == "i":
-                    ti[b, spec.int_cols[name]] = int(val)
+    return shared, nsel, distinct
+
+
+def _launch_batch(kinds, by_node):
+    """One launch for many items: ``kinds`` is a list of kinds, each a list of (kernel, layout)
+    with one signature. Per-item scalars go in tables, shared sources are passed once, outputs
+    are slabs."""
+    be = STATE.backend
+    binds = [_bind_kind(members) for members in kinds]
+    compiled = STATE.kernel_cache().get_batched(
+        [(members[0][1], sh, ns) for members, (sh, ns, _) in zip(kinds, binds)], STATE.stats)
+    n_items = sum(len(m) for m in kinds)
+    ti = np.zeros((n_items, max(spec.n_int for spec in compiled.specs)), np.int64)
+    tf = np.zeros((n_items, max([1] + [len(spec.float_cols) for spec in compiled.specs])), np.float64)
+    args, results, b = [], [], 0
+    for j, (members, (shared, nsel, distinct)) in enumerate(zip(kinds, binds)):
+        spec, recipe, layout0 = compiled.specs[j], compiled.recipes[j], members[0][1]
+        p = spec.prefix
+        for local, (k, lay) in enumerate(members):
+            ti[b, 0], ti[b, 1], ti[b, 2], ti[b, 3] = k.rows, k.cols, j, local
+            for item in recipe:
+                if item[0] == "src":
+                    vi = item[1]
+                    v = lay.values[vi]
+                    ti[b, spec.int_cols[f"{p}s{vi}_y"]] = v.y0
+                    ti[b, spec.int_cols[f"{p}s{vi}_x"]] = v.x0
+                    if vi in distinct:
+                        ti[b, spec.int_cols[f"{p}s{vi}_sel"]] = next(
+                            i for i, buf in enumerate(distinct[vi]) if buf is v.buf)
                 else:
-                    tf[b, spec.float_cols[name][0]] = float(_CONVERT[kind](val))
-    arrays = []
-    for name, how, n in spec.arrays:
-        vi = int(name[1:])
-        if how == "shared":
-            arrays.append(layout0.values[vi].buf)
-        else:
-            bufs = distinct[vi]
-            arrays += bufs + [bufs[0]] * (n - len(bufs))
-    max_h = max(k.rows for k, _ in members)
-    max_w = max(k.cols for k, _ in members)
-    slabs, item_bufs = [], []
-    for oi, (vi, _) in enumerate(layout0.outputs):
-        v = layout0.values[vi]
-        rows = max(lay.values[lay.outputs[oi][0]].rows for _, lay in members)
-        row_elems = max(lay.values[lay.outputs[oi][0]].cols for _, lay in members) * v.cn
-        slab, items = be.alloc_batch(n_items, rows, row_elems, DEPTH_DTYPE[v.depth])
-        slabs.append(slab)
-        item_bufs.append(items)
-    be.launch_batched(compiled, n_items, max_h, max_w, ti, tf, arrays + slabs)
+                    _, vi, kk, kind = item
+                    name = f"{p}d{vi}_{kk}"
+                    val = lay.values[vi].dyn[kk]
+                    if kind == "i":
+                        ti[b, spec.int_cols[name]] = int(val)
+                    else:
+                        tf[b, spec.float_cols[name][0]] = float(_CONVERT[kind](val))
+            b += 1
+        for name, vi, how, n in spec.arrays:
+            if how == "shared":
+                args.append(layout0.values[vi].buf)
+            else:
+                bufs = distinct[vi]
+                args += bufs + [bufs[0]] * (n - len(bufs))
+        item_bufs = []
+        for oi, (vi, _) in enumerate(layout0.outputs):
+            v = layout0.values[vi]
+            rows = max(lay.values[lay.outputs[oi][0]].rows for _, lay in members)
+            row_elems = max(lay.values[lay.outputs[oi][0]].cols for _, lay in members) * v.cn
+            slab, items = be.alloc_batch(len(members), rows, row_elems, DEPTH_DTYPE[v.depth])
+            args.append(slab)
+            item_bufs.append(items)
+        results.append((members, item_bufs))
+    max_h = int(ti[:, 0].max())
+    max_w = int(ti[:, 1].max())
+    be.launch_batched(compiled, n_items, max_h, max_w, ti, tf, args)
     STATE.stats["kernels_launched"] += 1
-    for b, (k, lay) in enumerate(members):
-        outputs = [(n, item_bufs[oi][b], 0, 0, None) for oi, n in enumerate(k.outputs)]
-        _finish_kernel(k, outputs, by_node)
+    for members, item_bufs in results:
+        for local, (k, lay) in enumerate(members):
+            outputs = [(n, item_bufs[oi][local], 0, 0, None) for oi, n in enumerate(k.outputs)]
+            _finish_kernel(k, outputs, by_node)
 
 
 def _launch(kernel, layout, outputs):

@@ -43,9 +43,7 @@ def kernel(Y0, Y1, MAXH, TI, TF, {params}):
         W = TI[b, 1]
         if y >= H:
             continue
-{pre}
-        for x in range(W):
-{body}
+{branches}
 '''
 
 
@@ -56,9 +54,17 @@ class CpuBackend(Backend):
     def kernel_frame(self, params, lines):
         return _FRAME.format(params=", ".join(params), body=self.indent(lines, 12))
 
-    def batched_frame(self, params, pre, lines):
-        return _BATCHED.format(params=", ".join(params), pre=self.indent(pre, 8),
-                               body=self.indent(lines, 12))
+    def batched_frame(self, params, branches):
+        """Rows of all items; each item's kind selects its branch (one branch: no test)."""
+        out = []
+        for j, (pre, lines) in enumerate(branches):
+            body = pre + ["for x in range(W):"] + ["    " + ln for ln in lines]
+            if len(branches) == 1:
+                out += body
+            else:
+                out.append(("if" if j == 0 else "elif") + f" TI[b, 2] == {j}:")
+                out += ["    " + ln for ln in body]
+        return _BATCHED.format(params=", ".join(params), branches=self.indent(out, 8))
 
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None):
         fn, rows = compiled.fn, n_items * max_h

@@ -33,8 +33,7 @@ def kernel(MAXH, TI, TF, {params}):
     H = TI[b, 0]
     W = TI[b, 1]
     if x < W and y < H:
-{pre}
-{body}
+{branches}
 '''
 
 BLOCK = (32, 8)
@@ -64,10 +63,17 @@ class CudaBackend(Backend):
         opts = "" if self.simulator else "cache=True"
         return _FRAME.format(opts=opts, params=", ".join(params), body=self.indent(lines, 8))
 
-    def batched_frame(self, params, pre, lines):
+    def batched_frame(self, params, branches):
+        """One thread per pixel of every item; each item's kind selects its branch."""
         opts = "" if self.simulator else "cache=True"
-        return _BATCHED.format(opts=opts, params=", ".join(params), pre=self.indent(pre, 8),
-                               body=self.indent(lines, 8))
+        out = []
+        for j, (pre, lines) in enumerate(branches):
+            if len(branches) == 1:
+                out += pre + lines
+            else:
+                out.append(("if" if j == 0 else "elif") + f" TI[b, 2] == {j}:")
+                out += ["    " + ln for ln in pre + lines]
+        return _BATCHED.format(opts=opts, params=", ".join(params), branches=self.indent(out, 8))
 
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None):
         bx, by = BLOCK
