@@ -16,4 +16,5 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   LAZYCV_BACKEND=cuda timeout 300 python3 -m pytest -q -x -m sim tests -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/tests_cuda.txt"
 fi
 timeout 200 python3 -m lazycv demo 2>&1 | tail -8 | tee "$OUT/demo.txt"
-timeout 400 python3 bench/w1.py "$@" 2>&1 | tee "$OUT/w1.txt"
+timeout 300 python3 bench/w1.py "$@" 2>&1 | tee "$OUT/w1.txt"
+timeout 300 python3 bench/w34.py --repeats 15 2>&1 | tee "$OUT/w34.txt"
