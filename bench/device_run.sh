@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1 LAZYCV_CACHE_DIR=/tmp/lazycv-kernels
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import numpy, numba, cv2, numba_cuda; print('numpy', numpy.__version__, 'numba', numba.__version__, 'numba-cuda', numba_cuda.__version__, 'cv2', cv2.__version__)" | tee -a "$OUT/gpu.txt"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  LAZYCV_BACKEND=cuda timeout 300 python3 -m pytest -q -x -m sim tests -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/tests_cuda.txt"
+  LAZYCV_BACKEND=cuda timeout 300 python3 -m pytest -q -m sim ${TEST_FILES:-tests} -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/tests_cuda.txt"
 fi
 timeout 200 python3 -m lazycv demo 2>&1 | tail -8 | tee "$OUT/demo.txt"
 timeout 300 python3 bench/w1.py "$@" 2>&1 | tee "$OUT/w1.txt"
