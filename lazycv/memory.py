@@ -12,8 +12,9 @@ import weakref
 class BufferPool:
     """Free lists keyed by (shape, dtype), bounded by ``cap_bytes`` of idle storage."""
 
-    def __init__(self, new_storage, view_of, cap_bytes):
+    def __init__(self, new_storage, view_of, cap_bytes, items_of=None):
         self._new, self._view, self.cap = new_storage, view_of, cap_bytes
+        self._items = items_of or (lambda storage, n: [storage[b] for b in range(n)])
         self._free = {}
         self._idle_bytes = 0
         self._finalizers = {}
@@ -52,7 +53,7 @@ class BufferPool:
         if storage is None:
             storage = self._new(full, dtype)
         slab = self._view(storage)
-        items = [storage[b] for b in range(n)]
+        items = self._items(storage, n)
         left = [n + 1]
 
         def one_gone():

@@ -206,17 +206,18 @@ def flush(requested=()):
     """
     with STATE.lock:
         mats = live_pending()
+        have = {id(m) for m in mats}
         for m in requested:
-            if m._node is not None and all(m is not x for x in mats):
+            if m._node is not None and id(m) not in have:
                 mats.append(m)
+                have.add(id(m))
         STATE.since_flush = 0
         if not mats:
             return
         consumed = set()
-        for m in mats:
-            for n in walk([m._node]):
-                for i in n.inputs:
-                    consumed.add(id(resolved(i)))
+        for n in walk([m._node for m in mats]):
+            for i in n.inputs:
+                consumed.add(id(resolved(i)))
         req = {id(m) for m in requested}
         sinks = [m for m in mats
                  if id(m) in req or m._alloc is not None or id(m._node) not in consumed]
@@ -246,12 +247,14 @@ def execute(sinks):
     scalars — typically a Python loop) are launched together as one batched kernel.
     """
     by_node = {}
-    for m in sinks:
-        by_node.setdefault(id(m._node), []).append(m)
     values = []
     for m in sinks:
-        if not values or all(v is not m._node for v in values):
+        lst = by_node.get(id(m._node))
+        if lst is None:
+            by_node[id(m._node)] = [m]
             values.append(m._node)
+        else:
+            lst.append(m)
     kernels = planner.plan(values, STATE.fuse)
     if debug_level() >= 1:
         from .report import explain_plan
