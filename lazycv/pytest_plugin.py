@@ -254,7 +254,8 @@ class _Run:
         msg = crash.message if crash is not None else str(rep.longrepr).strip().splitlines()[-1:]
         if isinstance(msg, list):
             msg = msg[0] if msg else ""
-        return f"its {rep.when} failed: {msg}"
+        msg = " ".join(str(msg).split())
+        return f"its {rep.when} failed: {msg[:300] + ' ...' if len(msg) > 300 else msg}"
 
 
 class LazycvPlugin:
@@ -457,7 +458,9 @@ class LazycvPlugin:
             reports = [r for r in eager.reports if r.when != "teardown"]
             td = eager.report("teardown")
             reports.append(td if td is not None and td.failed else fused.report("teardown"))
-            info["result"] = "skipped" if eager.skipped else "failed"
+            xfail = any(hasattr(r, "wasxfail") for r in eager.reports)
+            info["result"] = "xfailed" if xfail and not eager.failed else \
+                "skipped" if eager.skipped else "failed"
             failing = eager.first_failure()
             if failing is not None and fused.passed:
                 failing.sections.append(("lazycv compare", (

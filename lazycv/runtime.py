@@ -248,13 +248,24 @@ def execute(sinks):
     """
     by_node = {}
     values = []
+    results = {}
     for m in sinks:
+        done = m._node.result
+        if done is not None and m._alloc is None:
+            # computed earlier as another kernel's intermediate: adopt that memory
+            alloc = results.get(id(done.buf))
+            if alloc is None:
+                alloc = results[id(done.buf)] = Allocation(done.buf)
+            m._bind_result(alloc, done.y0, done.x0)
+            continue
         lst = by_node.get(id(m._node))
         if lst is None:
             by_node[id(m._node)] = [m]
             values.append(m._node)
         else:
             lst.append(m)
+    if not values:
+        return
     kernels = planner.plan(values, STATE.fuse)
     if debug_level() >= 1:
         from .report import explain_plan

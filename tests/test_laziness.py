@@ -255,3 +255,15 @@ def test_enable_disable_restore_cv2_exactly():
             raise RuntimeError("boom")
     assert cv2.cuda_GpuMat is top[0] and not lazycv.is_enabled()
     lazycv.enable(backend=BACKEND)
+
+
+def test_eager_intermediate_downloaded_after_its_consumer(rng):
+    src = rand_image(rng, 9, 11, 3, np.uint8)
+    for fuse in (False, True):
+        with lazycv.enabled(backend=BACKEND, fuse=fuse):
+            g = upload(src)
+            r = cv2.cuda.resize(g, (7, 5), interpolation=cv2.INTER_NEAREST)
+            gray = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2GRAY)
+            ref_r = cv2.resize(src, (7, 5), interpolation=cv2.INTER_NEAREST)
+            assert_close(gray.download(), cv2.cvtColor(ref_r, cv2.COLOR_BGR2GRAY), 0)
+            assert_close(r.download(), ref_r, 0)
