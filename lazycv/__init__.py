@@ -18,7 +18,7 @@ from .userops import gather_op, op  # noqa: F401
 
 __version__ = "0.1.0"
 RESIZE_MAPPINGS = ("opencv-cpu", "opencv-cuda")
-__all__ = ["enable", "disable", "enabled", "is_enabled", "backend", "materialize", "stats",
+__all__ = ["enable", "disable", "enabled", "is_enabled", "settings", "backend", "materialize", "stats",
            "reset_stats", "explain", "GpuMat", "Stream", "Event",
            "compose", "Pipeline", "read", "crop", "resize", "cvt_color", "convert", "normalize",
            "to_planar", "write", "op", "gather_op"]
@@ -76,6 +76,12 @@ def is_enabled():
     return _STATE.enabled
 
 
+def settings():
+    """The active settings: {"enabled", "backend", "fuse", "resize_mapping"}."""
+    return {"enabled": _STATE.enabled, "backend": _STATE.backend_name, "fuse": _STATE.fuse,
+            "resize_mapping": _STATE.resize_mapping}
+
+
 def backend():
     """The active backend's name: "cuda", "cpu" or "cuda-sim"."""
     _runtime.backend()
@@ -85,9 +91,13 @@ def backend():
 def materialize(*mats):
     """Compute these pending results now (planned together, with every other pending sink)."""
     with _STATE.lock:
-        flat = []
-        for m in mats:
-            flat.extend(m if isinstance(m, (list, tuple)) else [m])
+        flat, stack = [], list(reversed(mats))
+        while stack:                       # nested lists: e.g. a batch of split planes
+            m = stack.pop()
+            if isinstance(m, (list, tuple)):
+                stack.extend(reversed(m))
+            else:
+                flat.append(m)
         pend = [m for m in flat if isinstance(m, GpuMat) and m._node is not None]
         if pend:
             _runtime.flush(pend)

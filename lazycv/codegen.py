@@ -96,7 +96,8 @@ class Emitter:
         the kernel source, so a changed function never reuses a stale cached kernel."""
         have = self.globals.get(name)
         if have is not None and have[0] is not fn:
-            raise ValueError(f"lazycv: two different functions named {name!r} in one kernel")
+            from .errors import cv_error
+            raise cv_error(name, f"two different functions are named {name!r} in one kernel")
         self.globals[name] = (fn, fingerprint)
         return name
 

@@ -338,10 +338,12 @@ class Pipeline:
         body = list(self.steps)
         self.reader = body.pop(0) if body and isinstance(body[0], Read) else Read()
         self.writer = body.pop() if body and isinstance(body[-1], Write) else None
-        for i, s in enumerate(body):
+        for s in body:
             if isinstance(s, (Read, Write)):
-                raise cv_error("lazycv::compose", f"{s.name}() must be the {'first' if isinstance(s, Read) else 'last'} "
-                                                  f"step (found at position {i + 1})", StsBadArg)
+                where = "first" if isinstance(s, Read) else "last"
+                pos = next(j for j, t in enumerate(self.steps) if t is s) + 1
+                raise cv_error("lazycv::compose", f"{s.name}() must be the {where} step (found at position "
+                                                  f"{pos})", StsBadArg)
         for s in body[:-1]:
             if isinstance(s, ToPlanar):
                 raise cv_error("lazycv::compose", "to_planar() must be the last step before write()", StsBadArg)

@@ -197,93 +197,123 @@ def _local_depth(k):
     return depth
 
 
-def explain_svg(kernels, names=None):
-    """A standalone SVG picture of the plan (see the module docstring)."""
-    names = names or {}
-    facts = _Facts(kernels)
-    body, edges = [], []
-    boxes = {}                 # (kernel index, id(node)) -> (x, y, w, h)
-    out_box = {}               # id(node) -> box of the kernel that writes it
-    x0 = _MARGIN + _SRC_W + _GAP_X
-    y = _MARGIN + 22
-    right = x0
-    for ki, k in enumerate(kernels):
-        _, rb, wb = _kernel_facts(k)
-        depth = _local_depth(k)
-        cols = {}
-        for n in k.nodes:                       # planner order, so the picture is stable
-            cols.setdefault(depth[id(n)], []).append(n)
-        outs = {id(n) for n in k.outputs}
-        sizes = {}
-        for n in k.nodes:
+def _kernel_layout(k, facts, names):
+    """Boxes of kernel ``k`` relative to its frame, its size, and its long edges (those that
+    would cross a column of boxes: they are routed along lanes under the boxes)."""
+    depth = _local_depth(k)
+    member = {id(n) for n in k.nodes}
+    outs = {id(n) for n in k.outputs}
+    cols = {}
+    for n in k.nodes:                           # planner order, so the picture is stable
+        cols.setdefault(depth[id(n)], []).append(n)
+    _, rb, wb = _kernel_facts(k)
+    header = f"kernel {len(facts.kernel_index)}: grid {k.cols}x{k.rows}, {len(k.nodes)} op(s), " \
+             f"reads {rb} B, writes {wb} B"
+    facts.kernel_index.append(k)
+    boxes, placed = {}, []
+    cx, col_h = _PAD * 2, 0
+    for c in sorted(cols):
+        sizes = []
+        for n in cols[c]:
             lines = [n.op.label(n), f"{n.cols}x{n.rows} {_type(n)}"]
             if id(n) in outs:
                 lines += [f"-> {names.get(id(n), 'temporary')}", f"<- {facts.deps_text(n)}"]
-            sizes[id(n)] = (lines, _box_size(lines))
-        header = f"kernel {ki}: grid {k.cols}x{k.rows}, {len(k.nodes)} op(s), reads {rb} B, writes {wb} B"
-        cx = x0 + _PAD * 2
-        col_h = 0
-        placed = []
-        for c in sorted(cols):
-            cw = max(sizes[id(n)][1][0] for n in cols[c])
-            cy = y + _HEAD
-            for n in cols[c]:
-                lines, (w, h) = sizes[id(n)]
-                boxes[(ki, id(n))] = (cx, cy, w, h)
-                placed.append((n, lines, cx, cy, w, h))
-                cy += h + _GAP_Y
-            col_h = max(col_h, cy - (y + _HEAD))
-            cx += cw + _GAP_X
-        kw = max(cx - _GAP_X + _PAD * 2 - x0, len(header) * _CW + 2 * _PAD)
-        kh = _HEAD + col_h + _PAD
-        right = max(right, x0 + kw)
+            sizes.append((n, lines, _box_size(lines)))
+        cy = _HEAD
+        for n, lines, (w, h) in sizes:
+            boxes[id(n)] = (cx, cy, w, h)
+            placed.append((n, lines, id(n) in outs))
+            cy += h + _GAP_Y
+        col_h = max(col_h, cy - _HEAD)
+        cx += max(w for _, _, (w, _h) in sizes) + _GAP_X
+    long_edges = []
+    for n in k.nodes:
+        for i in n.inputs:
+            i = resolved(i)
+            far = depth[id(n)] >= 1 and (id(i) not in member or depth[id(i)] < depth[id(n)] - 1)
+            if far:
+                long_edges.append((id(n), id(i)))
+    lanes_top = _HEAD + col_h
+    width = max(cx - _GAP_X + _PAD * 2, len(header) * _CW + 2 * _PAD)
+    height = lanes_top + _LANE * len(long_edges) + _PAD
+    return dict(k=k, header=header, boxes=boxes, placed=placed, long=long_edges, lanes_top=lanes_top,
+                w=width, h=height, member=member)
+
+
+_LANE = 7
+
+
+def explain_svg(kernels, names=None):
+    """A standalone SVG picture of the plan: phases left to right, the kernels of one phase
+    stacked, memory inputs in the first column (see the module docstring)."""
+    names = names or {}
+    facts = _Facts(kernels)
+    facts.kernel_index = []
+    lays = [_kernel_layout(k, facts, names) for k in kernels]
+    # phases (levels) are columns; the kernels of a phase are stacked in launch order
+    levels = sorted({k.level for k in kernels})
+    x = _MARGIN + _SRC_W + _GAP_X
+    top = _MARGIN + 22
+    bottom = top
+    for lv in levels:
+        col = [L for L in lays if L["k"].level == lv]
+        y = top
+        for L in col:
+            L["x"], L["y"] = x, y
+            y += L["h"] + _GAP_Y * 3
+        bottom = max(bottom, y)
+        x += max(L["w"] for L in col) + _GAP_X * 2
+    right = x - _GAP_X * 2
+    absbox, out_box = {}, {}
+    body = []
+    for ki, L in enumerate(lays):
+        fx, fy = L["x"], L["y"]
         body.append(f'<g class="kernel" id="kernel{ki}">')
-        body.append(f'<rect x="{x0:.1f}" y="{y:.1f}" width="{kw:.1f}" height="{kh:.1f}" rx="6" '
+        body.append(f'<rect x="{fx:.1f}" y="{fy:.1f}" width="{L["w"]:.1f}" height="{L["h"]:.1f}" rx="6" '
                     'fill="#eef4fb" stroke="#4a78a8" stroke-width="1.2"/>')
-        body += _text(x0 + _PAD, y - 4, [header], weight="bold")
-        for n, lines, bx, by, w, h in placed:
-            is_out = id(n) in outs
+        body += _text(fx + _PAD, fy - 4, [L["header"]], weight="bold")
+        for n, lines, is_out in L["placed"]:
+            bx, by, w, h = L["boxes"][id(n)]
+            bx, by = bx + fx, by + fy
+            absbox[(ki, id(n))] = (bx, by, w, h)
+            if is_out:
+                out_box.setdefault(id(n), (bx, by, w, h))
             stroke = ' stroke-width="2.2"' if is_out else ""
-            fill = "#ffffff" if not is_out else "#fff7e0"
+            fill = "#fff7e0" if is_out else "#ffffff"
             body.append(f'<rect class="op" x="{bx:.1f}" y="{by:.1f}" width="{w:.1f}" height="{h:.1f}" '
                         f'rx="3" fill="{fill}" stroke="#333333"{stroke}/>')
             body += _text(bx + _PAD, by, lines, weight="bold")
-            if is_out:
-                out_box.setdefault(id(n), (bx, by, w, h))
         body.append("</g>")
-        y += kh + _GAP_Y * 3
 
-    # memory inputs, each beside its first consumer
-    src_pos = {}
-    sy_next = _MARGIN + 22
-    first_use = {}
-    for ki, k in enumerate(kernels):
-        for n in k.nodes:
+    # memory inputs, each level with its first consumer where there is room
+    src_pos, sy_next, first_use = {}, top, {}
+    for ki, L in enumerate(lays):
+        for n in L["k"].nodes:
             for i in n.inputs:
                 i = resolved(i)
                 if i.is_source and id(i) not in first_use:
-                    first_use[id(i)] = boxes[(ki, id(n))]
+                    first_use[id(i)] = absbox[(ki, id(n))][1]
     for si, v in enumerate(facts.source_list):
         lines = [f"m{si}: memory", f"{v.cols}x{v.rows} {_type(v)}"]
         w, h = _box_size(lines)
         w = min(max(w, 120), _SRC_W)
-        want = first_use[id(v)][1]
-        sy = max(want, sy_next)
+        sy = max(first_use[id(v)], sy_next)
         src_pos[id(v)] = (_MARGIN, sy, w, h)
         body.append(f'<ellipse class="memory" cx="{_MARGIN + w / 2:.1f}" cy="{sy + h / 2:.1f}" rx="{w / 2:.1f}" '
                     f'ry="{h / 2 + 3:.1f}" fill="#e8f5e9" stroke="#2e7d32"/>')
         body += _text(_MARGIN + w / 2, sy, lines, anchor="middle")
         sy_next = sy + h + _GAP_Y * 2
 
-    # edges: solid inside a kernel (registers), dashed through memory
-    for ki, k in enumerate(kernels):
-        member = {id(n) for n in k.nodes}
-        for n in k.nodes:
-            tx, ty, _, th = boxes[(ki, id(n))]
+    # edges: solid inside a kernel (registers), dashed through memory; long ones along lanes
+    edges = []
+    for ki, L in enumerate(lays):
+        lane_of = {e: j for j, e in enumerate(L["long"])}
+        for n in L["k"].nodes:
+            tx, ty, _, th = absbox[(ki, id(n))]
             for i in n.inputs:
                 i = resolved(i)
-                if id(i) in member:
-                    sx, sy, sw, sh = boxes[(ki, id(i))]
+                if id(i) in L["member"]:
+                    sx, sy, sw, sh = absbox[(ki, id(i))]
                     dash = ""
                 elif i.is_source:
                     sx, sy, sw, sh = src_pos[id(i)]
@@ -295,17 +325,21 @@ def explain_svg(kernels, names=None):
                     continue
                 ax, ay = sx + sw, sy + sh / 2
                 bx, by = tx, ty + th / 2
-                if bx <= ax:              # an earlier kernel's output further right: go around
-                    mid = (ax + bx) / 2
-                    path = f"M{ax:.1f},{ay:.1f} C{ax + 40:.1f},{ay:.1f} {bx - 40:.1f},{by:.1f} {bx:.1f},{by:.1f}"
+                lane = lane_of.get((id(n), id(i)))
+                if lane is not None:
+                    ly = L["y"] + L["lanes_top"] + _LANE * lane
+                    lx = max(ax + 16, L["x"] + 4)
+                    rx = bx - 18
+                    path = (f"M{ax:.1f},{ay:.1f} C{lx:.1f},{ay:.1f} {ax + 4:.1f},{ly:.1f} {lx:.1f},{ly:.1f} "
+                            f"L{rx:.1f},{ly:.1f} C{bx - 4:.1f},{ly:.1f} {rx:.1f},{by:.1f} {bx:.1f},{by:.1f}")
                 else:
                     mid = (ax + bx) / 2
                     path = f"M{ax:.1f},{ay:.1f} C{mid:.1f},{ay:.1f} {mid:.1f},{by:.1f} {bx:.1f},{by:.1f}"
                 edges.append(f'<path class="edge" d="{path}" fill="none" stroke="#555555" stroke-width="1.1"'
                              f'{dash} marker-end="url(#arrow)"/>')
 
-    width = right + _MARGIN
-    height = max(y, sy_next) + _MARGIN + 18
+    width = max(right, _MARGIN + _SRC_W) + _MARGIN
+    height = max(bottom, sy_next) + _MARGIN + 18
     title = f"lazycv plan: {len(kernels)} kernel(s)"
     legend = "solid edge: fused in registers; dashed edge: read from memory; bold box: written output"
     head = [

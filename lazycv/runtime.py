@@ -42,7 +42,9 @@ class State:
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.caches = {}
         self.since_flush = 0
-        self.shared_bufs = set()             # ids of buffers exported to / owned by foreign code
+        # buffers exported to / owned by foreign code, by id; weak values, so a recycled id of a
+        # dead buffer never makes an unrelated one look shared
+        self.shared_bufs = weakref.WeakValueDictionary()
 
     def kernel_cache(self):
         c = self.caches.get(self.backend_name)
@@ -98,13 +100,13 @@ def export(alloc):
         pool = getattr(STATE.backend, "buffers", None)
         if pool is not None:
             pool.pin(alloc.buf)
-    STATE.shared_bufs.add(id(alloc.buf))
+    STATE.shared_bufs[id(alloc.buf)] = alloc.buf
 
 
 def reads_shared_memory(node):
     """True when ``node`` reads memory foreign code can see (so it must run at the call)."""
     shared = STATE.shared_bufs
-    return bool(shared) and any(i.is_source and id(i.buf) in shared for i in node.inputs)
+    return bool(shared) and any(i.is_source and shared.get(id(i.buf)) is i.buf for i in node.inputs)
 
 
 # ---------------------------------------------------------------- observers

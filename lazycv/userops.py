@@ -21,8 +21,8 @@ Two kinds, both plain Python functions compiled as device functions of the activ
   input's size) returning ``(sy, sx)`` or ``(sy, sx, *extra)``. lazycv reads the input at every
   ``footprint`` offset ``(sy + dy, sx + dx)`` (clamped to the input, or outside = a constant
   with ``border="constant"``) and passes the fetched pixels to an optional per-pixel function
-  ``pixel(*tap0_channels, *tap1_channels, ..., *extra, *params)``; without ``pixel`` the output
-  is the single fetched pixel.
+  ``pixel(*tap0_channels, *tap1_channels, ..., *extra[, *params])`` (the parameters too when it
+  takes them); without ``pixel`` the output is the single fetched pixel.
 
 Inputs arrive typed by their depth: integer depths as ints (int64), CV_32F as float32, CV_64F as
 float64. The returned values are stored with OpenCV's ``saturate_cast`` to the declared output
@@ -243,9 +243,11 @@ def _return_type(fn, argtypes):
 
 
 def _scalar_kind(t):
-    """'i' or 'f' for a Numba scalar type, None for anything else."""
+    """'i' (integer), 'b' (bool) or 'f' (float) for a Numba scalar type, None for anything else."""
     from numba import types
-    if isinstance(t, (types.Boolean, types.Integer)):
+    if isinstance(t, types.Boolean):
+        return "b"
+    if isinstance(t, types.Integer):
         return "i"
     if isinstance(t, types.Float):
         return "f"
@@ -279,7 +281,9 @@ def _infer(name, fn, role, argtypes):
 
 
 def _store(ctx, expr, kind, depth):
-    """``expr`` stored to ``depth`` as OpenCV's saturate_cast does."""
+    """``expr`` stored to ``depth`` as OpenCV's saturate_cast does (a bool counts as 0 or 1)."""
+    if kind == "b":
+        expr = f"int({expr})"
     if is_float(depth):
         return expr
     return saturate(ctx, expr, depth, src_is_float=(kind == "f"))
@@ -326,20 +330,21 @@ class _ElementOpDef(_UserOpDef):
 
 class _GatherOpDef(_UserOpDef):
     """static = (key, param kinds, (float sy, float sx), extras, pixel result kinds, pixel
-    returns tuple); dyn = (src rows, src cols, *params)."""
+    returns tuple, pixel takes the parameters); dyn = (src rows, src cols, *params)."""
     pointwise = False
 
     def tap_count(self, node):
         return len(self.footprint)
 
     def emit(self, ctx, n, y, x):
-        key, kinds, fcoord, n_extra, rkinds, tup = n.static
+        key, kinds, fcoord, n_extra, rkinds, tup, pass_params = n.static
         src = n.inputs[0]
         sh, sw = ctx.dyn(n, 0, "i"), ctx.dyn(n, 1, "i")
         params = [ctx.dyn(n, 2 + k, kind) for k, kind in enumerate(kinds)]
         cf = ctx.use_function(self.cname, self.coords, key)
         c = ctx.let(f"{cf}({', '.join([y, x, sh, sw] + params)})", "g")
-        sy, sx = (ctx.let(f"int(math.floor({c}[{i}]))" if fl else f"{c}[{i}]", "y" if i == 0 else "x")
+        # int() also where Numba's CPU typing says int: on CUDA math.floor returns a float
+        sy, sx = (ctx.let(f"int(math.floor({c}[{i}]))" if fl else f"int({c}[{i}])", "y" if i == 0 else "x")
                   for i, fl in enumerate(fcoord))
         extra = [ctx.let(f"{c}[{2 + i}]", "e") for i in range(n_extra)]
         constant = self.border == "constant"
@@ -362,7 +367,7 @@ class _GatherOpDef(_UserOpDef):
         if self.pixel is None:
             return list(taps[0])
         pf = ctx.use_function(self.pname, self.pixel, key)
-        args = [v for t in taps for v in t] + extra + params
+        args = [v for t in taps for v in t] + extra + (params if pass_params else [])
         r = ctx.let(f"{pf}({', '.join(args)})", "u")
         outs = [f"{r}[{c}]" for c in range(n.cn)] if tup else [r]
         return [_store(ctx, o, k, n.depth) for o, k in zip(outs, rkinds)]
@@ -403,17 +408,15 @@ class UserOp:
         return Call(self, params, kw, label=self.name)
 
     # ---- shared helpers
-    def _params(self, values, n_params):
-        """The parameter values, with defaults filled in, and their kinds."""
+    def _params(self, values, n_params, why=""):
+        """The parameter values, with defaults filled in, and their kinds. ``why`` explains where
+        ``n_params`` comes from, for the error message."""
         name = self.name
-        if len(values) > n_params:
-            raise cv_error(_func(name), f"op '{name}' takes {n_params} parameter(s) after its image "
-                                        f"input(s), got {len(values)}", StsBadArg)
         missing = n_params - len(values)
+        if missing < 0 or missing > len(self._defaults):
+            raise cv_error(_func(name), f"op '{name}' takes {n_params} parameter(s) after its image input(s)"
+                                        f"{why}, got {len(values)}", StsBadArg)
         if missing:
-            if missing > len(self._defaults):
-                raise cv_error(_func(name), f"op '{name}' takes {n_params} parameter(s) after its image "
-                                            f"input(s), got {len(values)}", StsBadArg)
             values = tuple(values) + tuple(self._defaults[len(self._defaults) - missing:])
         kinds = []
         for i, v in enumerate(values):
@@ -478,7 +481,12 @@ class ElementOp(UserOp):
                 raise cv_error(func, f"op '{name}': {self.fn.__name__}() takes {self._n_args} argument(s), but its "
                                      f"input(s) have {total} channel(s) (one argument per input channel, "
                                      f"then the parameters)", StsBadArg)
-        values, kinds = self._params(values, n_params)
+        if self._per_channel:
+            why = f" ({self.fn.__name__}() takes {self._n_args} argument(s): one per image input, then the parameters)"
+        else:
+            why = f" ({self.fn.__name__}() takes {self._n_args} argument(s) and its input(s) have " \
+                  f"{sum(m._cn for m in mats)} channel(s), one argument each)"
+        values, kinds = self._params(values, n_params, why)
         in_types = tuple((m._depth, m._cn) for m in mats)
         tkey = (in_types, kinds)
         info = self._types.get(tkey)
@@ -528,7 +536,8 @@ class GatherOp(UserOp):
         name, func = self.name, _func(self.name)
         m = src_mat(func, src)
         self._check_depths([m], ["src"])
-        values, kinds = self._params(params, self._n_params)
+        values, kinds = self._params(params, self._n_params, f" (coords {self.fn.__name__}() takes y, x, h, w "
+                                                             "and the parameters)")
         if dsize is None and self._out_size is not None:
             try:
                 dsize = self._out_size(m._rows, m._cols, *values)
@@ -555,20 +564,23 @@ class GatherOp(UserOp):
                                      f"(sy, sx) or (sy, sx, *extra)", StsBadArg)
             fcoord = tuple(k == "f" for k in ck[:2])
             n_extra = len(ck) - 2
+            pass_params = False
             if self.pixel is None:
                 if n_extra:
                     raise cv_error(func, f"op '{name}': coords returns {n_extra} extra value(s) but there is "
                                          "no pixel function to receive them", StsBadArg)
                 rkinds, tup, cn = (), False, m._cn
             else:
-                want = len(self.opdef.footprint) * m._cn + n_extra + len(kinds)
-                if self._n_pixel_args != want:
+                base = len(self.opdef.footprint) * m._cn + n_extra
+                pass_params = bool(kinds) and self._n_pixel_args == base + len(kinds)
+                if self._n_pixel_args != base + (len(kinds) if pass_params else 0):
+                    also = f" (or {base + len(kinds)} with the parameters)" if kinds else ""
                     raise cv_error(func, f"op '{name}': pixel {self.pixel.__name__}() takes {self._n_pixel_args} "
                                          f"argument(s); for a {m._cn}-channel input, "
-                                         f"{len(self.opdef.footprint)} tap(s), {n_extra} extra value(s) and "
-                                         f"{len(kinds)} parameter(s) it must take {want}", StsBadArg)
+                                         f"{len(self.opdef.footprint)} tap(s) and {n_extra} extra value(s) "
+                                         f"it must take {base}{also}", StsBadArg)
                 argtypes = [_value_type(m._depth)] * (len(self.opdef.footprint) * m._cn) + \
-                    list(crt.types[2:]) + ptypes
+                    list(crt.types[2:]) + (ptypes if pass_params else [])
                 rk, tup, _ = _infer(name, self.pixel, "pixel", argtypes)
                 cn = len(rk)
                 if cn > MAX_CHANNELS:
@@ -578,10 +590,11 @@ class GatherOp(UserOp):
                     raise cv_error(func, f"op '{name}' declares out_channels={self._out_channels} but "
                                          f"{self.pixel.__name__}() returns {cn} value(s)", StsBadArg)
                 rkinds = tuple(rk)
-            info = self._types[tkey] = (fcoord, n_extra, rkinds, tup, cn)
-        fcoord, n_extra, rkinds, tup, cn = info
+            info = self._types[tkey] = (fcoord, n_extra, rkinds, tup, cn, pass_params)
+        fcoord, n_extra, rkinds, tup, cn, pass_params = info
         depth = self._out_depth if self._out_depth is not None else m._depth
-        nd = Node(self.opdef, (m._value(func),), (self.opdef.key, kinds, fcoord, n_extra, rkinds, tup),
+        nd = Node(self.opdef, (m._value(func),),
+                  (self.opdef.key, kinds, fcoord, n_extra, rkinds, tup, pass_params),
                   (m._rows, m._cols) + tuple(values), oh, ow, depth, cn)
         return result(func, nd, dst, stream)
 
@@ -671,7 +684,8 @@ def op(fn=None, *, name=None, out_depth=None, out_channels=None, inputs=1, in_ch
     key = hashlib.sha1(repr((fp, options)).encode()).hexdigest()[:20]
     fname = f"uf_{_ident(name)}_{key[:10]}"
     fn_c = _canonical(fname, py)
-    opdef = _make_opdef(_ElementOpDef, name, key, dict(fn=staticmethod(fn_c), fname=fname, per_channel=bool(per_channel)))
+    opdef = _make_opdef(_ElementOpDef, name, key,
+                        dict(fn=staticmethod(fn_c), fname=fname, per_channel=bool(per_channel)))
     return ElementOp(opdef, py, n_args, inputs, ich, bool(per_channel), od, oc, kinds, ids, defaults)
 
 
@@ -683,8 +697,9 @@ def gather_op(coords=None, *, pixel=None, footprint=((0, 0),), name=None, out_de
     ``coords(y, x, h, w, *params) -> (sy, sx[, *extra])``: where output pixel (y, x) reads the
     input (integers; floats are floored). ``footprint``: the (dy, dx) offsets read around
     (sy, sx) — its size is the op's tap count, which the planner uses like a resize's.
-    ``pixel(*taps, *extra, *params)``: combines the fetched pixels (tap by tap, all channels of
-    each) into the output value(s); without it the output is the single fetched pixel.
+    ``pixel(*taps, *extra[, *params])``: combines the fetched pixels (tap by tap, all channels of
+    each, then coords' extra values, then the parameters if it takes them) into the output
+    value(s); without it the output is the single fetched pixel.
     ``out_size(h, w, *params) -> (width, height)`` or the call's ``dsize=(width, height)``: the
     output size (default: the input's). ``border``: "replicate" (clamp to the input) or
     "constant" (``border_value`` outside). Usable as ``@gather_op(...)`` or ``gather_op(fn, ...)``.
@@ -733,10 +748,9 @@ def gather_op(coords=None, *, pixel=None, footprint=((0, 0),), name=None, out_de
     else:
         ppy, pparams = _positional(name, pixel, "pixel")
         n_pixel_args = len(pparams)
-        if n_pixel_args < len(fp_taps) + n_params:
+        if n_pixel_args < len(fp_taps):
             raise cv_error(func, f"op '{name}': pixel {ppy.__name__}() takes {n_pixel_args} argument(s), fewer "
-                                 f"than the {len(fp_taps)} tap(s) and {n_params} parameter(s) it receives",
-                           StsBadArg)
+                                 f"than the {len(fp_taps)} tap(s) it receives", StsBadArg)
     options = ("gather", fp_taps, border, float(border_value), od, oc)
     fp = _function_fp(py) + ":" + (_function_fp(ppy) if ppy is not None else "-")
     key = hashlib.sha1(repr((fp, options)).encode()).hexdigest()[:20]

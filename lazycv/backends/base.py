@@ -9,7 +9,8 @@ class Backend:
 
     def debug_source(self, module_name, source):
         """LAZYCV_DEBUG=2 prints every generated kernel once."""
-        if os.environ.get("LAZYCV_DEBUG", "0") >= "2":
+        from ..runtime import debug_level
+        if debug_level() >= 2:
             print(f"[lazycv] kernel {module_name} ({self.name}):\n{source}", file=sys.stderr)
 
     @staticmethod

@@ -1,0 +1,201 @@
+"""Layer 2: lazycv.compose pipelines record the same IR as the equivalent cv2.cuda calls, equal
+them and CPU OpenCV, handle batches, given outputs, device outputs and streams, and report bad
+use clearly."""
+import contextlib
+
+import cv2
+import numpy as np
+import pytest
+
+import lazycv
+
+from .conftest import SIM, assert_close, assert_fused_equals_eager, rand_image, run_both, upload
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+def _geom():
+    """(frame h, w), crop rect, output (w, h): tiny under the simulator."""
+    return ((30, 40), (3, 2, 33, 25), (16, 12)) if not SIM else ((9, 12), (1, 1, 10, 7), (6, 5))
+
+
+def pipeline(rect, out):
+    return lazycv.compose(lazycv.read(), lazycv.crop(rect), lazycv.resize(out),
+                          lazycv.cvt_color(cv2.COLOR_BGR2RGB), lazycv.convert(np.float32, 1 / 255),
+                          lazycv.normalize(MEAN, STD), lazycv.to_planar(), lazycv.write())
+
+
+def by_hand(frame, rect, out):
+    """The same steps written as cv2.cuda calls (layer 1)."""
+    g = cv2.cuda_GpuMat()
+    g.upload(frame)
+    roi = cv2.cuda_GpuMat(g, rect)
+    r = cv2.cuda.resize(roi, out, interpolation=cv2.INTER_LINEAR)
+    rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
+    f = rgb.convertTo(cv2.CV_32F, alpha=1 / 255)
+    f = cv2.cuda.subtract(f, MEAN)
+    f = cv2.cuda.divide(f, STD)
+    return cv2.cuda.split(f)
+
+
+def cpu_reference(frame, rect, out):
+    x, y, w, h = rect
+    r = cv2.resize(np.ascontiguousarray(frame[y:y + h, x:x + w]), out, interpolation=cv2.INTER_LINEAR)
+    f = cv2.cvtColor(r, cv2.COLOR_BGR2RGB).astype(np.float32) * np.float32(1 / 255)
+    f = (f - np.array(MEAN, np.float32)) / np.array(STD, np.float32)
+    return f.transpose(2, 0, 1)
+
+
+@pytest.mark.sim
+def test_compose_equals_cv2_cuda_path_and_cpu_reference(rng):
+    (h, w), rect, out = _geom()
+    frames = np.stack([rand_image(rng, h, w, 3, np.uint8) for _ in range(3)])
+    p = pipeline(rect, out)
+    # the same IR: the planned kernels of one frame read exactly like the hand-written calls'
+    assert p.explain(frames[0]) == lazycv.explain(by_hand(frames[0], rect, out))
+    lazycv.reset_stats()
+    got = p(frames)                                        # a (B, H, W, C) batch
+    assert got.shape == (3, 3, out[1], out[0]) and got.dtype == np.float32
+    assert lazycv.stats()["compiles"] <= 1 and lazycv.stats()["flushes"] == 1
+    for i, f in enumerate(frames):
+        hand = np.stack([pl.download() for pl in by_hand(f, rect, out)])
+        np.testing.assert_array_equal(got[i], hand)
+        assert_close(got[i], cpu_reference(f, rect, out), 1e-6, rel=1e-5)
+    single = p(frames[1])                                  # one frame: no batch axis
+    np.testing.assert_array_equal(single, got[1])
+
+
+def test_compose_fused_equals_eager(rng):
+    (h, w), rect, out = _geom()
+    frames = [rand_image(rng, h, w, 3, np.uint8) for _ in range(2)]
+    p = pipeline(rect, out)
+    fused, eager = run_both(lambda: p(frames))
+    assert_fused_equals_eager(fused, eager)
+
+
+def test_reusing_a_pipeline_does_not_recompile(rng):
+    (h, w), rect, out = _geom()
+    p = pipeline(rect, out)
+    p(np.stack([rand_image(rng, h, w, 3, np.uint8) for _ in range(2)]))
+    compiles = lazycv.stats()["compiles"]
+    frames = np.stack([rand_image(rng, h, w, 3, np.uint8) for _ in range(2)])
+    got = p(frames)
+    assert lazycv.stats()["compiles"] == compiles
+    assert_close(got[1], cpu_reference(frames[1], rect, out), 1e-6, rel=1e-5)
+
+
+@pytest.mark.sim
+def test_batch_inputs_lists_gpumats_and_given_outputs(rng):
+    (h, w), rect, out = _geom()
+    p = pipeline(rect, out)
+    frames = [rand_image(rng, h, w, 3, np.uint8) for _ in range(2)]
+    mixed = [upload(frames[0]), frames[1]]                 # a GpuMat and a numpy frame
+    dst = np.zeros((2, 3, out[1], out[0]), np.float32)
+    res = p(mixed, out=dst)
+    assert res is dst
+    for i in range(2):
+        assert_close(dst[i], cpu_reference(frames[i], rect, out), 1e-6, rel=1e-5)
+    # interleaved output, frames of different sizes: a centre crop computed per frame
+    centre = lambda fw, fh: ((fw - min(fw, fh)) // 2, (fh - min(fw, fh)) // 2, min(fw, fh), min(fw, fh))
+    q = lazycv.compose(lazycv.crop(centre), lazycv.resize(out, interpolation=cv2.INTER_NEAREST), lazycv.write())
+    a, b = rand_image(rng, h, w, 3, np.uint8), rand_image(rng, w, h, 3, np.uint8)
+    got = q([a, b])
+    assert got.shape == (2, out[1], out[0], 3) and got.dtype == np.uint8
+    for img, g in zip((a, b), got):
+        x, y, s, _ = centre(img.shape[1], img.shape[0])
+        np.testing.assert_array_equal(g, cv2.resize(img[y:y + s, x:x + s], out, interpolation=cv2.INTER_NEAREST))
+    # stack=False: one array per frame, any sizes
+    r = lazycv.compose(lazycv.cvt_color(cv2.COLOR_BGR2GRAY), lazycv.write(stack=False))([a, b])
+    assert [x.shape for x in r] == [a.shape[:2], b.shape[:2]]
+    np.testing.assert_array_equal(r[1], cv2.cvtColor(b, cv2.COLOR_BGR2GRAY))
+
+
+@pytest.mark.sim
+def test_device_outputs_streams_and_lazy_results_fuse_with_later_calls(rng):
+    (h, w), rect, out = _geom()
+    frame = rand_image(rng, h, w, 3, np.uint8)
+    s = cv2.cuda.Stream()
+    dev = lazycv.compose(lazycv.resize(out), lazycv.write(device=True))
+    g = dev(frame, stream=s)
+    assert isinstance(g, cv2.cuda.GpuMat) and "ready" in repr(g)
+    ref = cv2.resize(frame, out)
+    assert_close(g.download(), ref, 1)
+    given = cv2.cuda_GpuMat(out[1], out[0], cv2.CV_8UC3)
+    res = dev(frame, out=given)
+    assert res is given
+    assert_close(given.download(), ref, 1)
+    planes = lazycv.compose(lazycv.to_planar(), lazycv.write(device=True))([frame, frame])
+    assert len(planes) == 2 and all(len(pl) == 3 for pl in planes)
+    np.testing.assert_array_equal(planes[1][2].download(), frame[..., 2])
+    # without write(): lazy GpuMats that fuse with the caller's next cv2.cuda calls
+    lazy = lazycv.compose(lazycv.resize(out), lazycv.cvt_color(cv2.COLOR_BGR2RGB))(frame, stream=s)
+    assert "pending" in repr(lazy)
+    lazycv.reset_stats()
+    gray = cv2.cuda.cvtColor(lazy, cv2.COLOR_RGB2GRAY).download()
+    assert lazycv.stats()["kernels_launched"] == 1
+    np.testing.assert_array_equal(gray, cv2.cvtColor(cv2.cvtColor(g.download(), cv2.COLOR_BGR2RGB),
+                                                      cv2.COLOR_RGB2GRAY))
+    launched = dev.launch([frame, frame], stream=s)        # computed now, not downloaded
+    assert all("ready" in repr(m) for m in launched)
+
+
+def test_compose_works_without_enable(rng):
+    lazycv.disable()
+    assert cv2.cuda.GpuMat is not lazycv.GpuMat
+    frame = rand_image(rng, 8, 10, 3, np.uint8)
+    got = lazycv.compose(lazycv.cvt_color(cv2.COLOR_BGR2GRAY), lazycv.write())(frame)
+    np.testing.assert_array_equal(got, cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY))
+    assert cv2.cuda.GpuMat is not lazycv.GpuMat             # cv2 stays untouched
+
+
+def test_pipeline_repr_and_flattening():
+    inner = lazycv.compose(lazycv.resize((8, 8)), lazycv.cvt_color(cv2.COLOR_BGR2RGB))
+    p = lazycv.compose(lazycv.read(), inner, lazycv.convert(np.float32, 1 / 255), lazycv.write())
+    assert repr(p) == ("compose(read(), resize((8, 8)), cvt_color(cv2.COLOR_BGR2RGB), "
+                       "convert(np.float32, 0.00392157), write())")
+    assert len(p.steps) == 5
+
+
+@contextlib.contextmanager
+def _raises(*words):
+    with pytest.raises(cv2.error) as ei:
+        yield
+    for w in words:
+        assert w in str(ei.value), f"{w!r} not in {str(ei.value)!r}"
+
+
+@pytest.mark.sim
+def test_errors_are_clear(rng):
+    frame = rand_image(rng, 6, 8, 3, np.uint8)
+    with _raises("compose", "must be a lazycv step or a callable"):
+        lazycv.compose(lazycv.resize((4, 4)), 42)
+    with _raises("to_planar() must be the last step"):
+        lazycv.compose(lazycv.to_planar(), lazycv.resize((4, 4)))
+    with _raises("write() must be the last step"):
+        lazycv.compose(lazycv.write(), lazycv.resize((4, 4)))
+    with _raises("crop", "rect"):
+        lazycv.crop((1, 2, 3))
+    with _raises("convert", "dtype"):
+        lazycv.convert("not-a-dtype")
+    with _raises("normalize", "std must not be zero"):
+        lazycv.normalize(0.5, (1.0, 0.0, 1.0))
+    p = lazycv.compose(lazycv.write())
+    with _raises("read", "(B, H, W, C)"):
+        p(np.zeros((2, 2, 2, 2, 2), np.uint8))
+    with _raises("read", "batch is empty"):
+        p([])
+    with _raises("read", "input[1]"):
+        p([frame, "frame"])
+    with _raises("write", "shape (6, 8, 3)"):
+        p(frame, out=np.zeros((6, 8), np.uint8))
+    with _raises("cannot be stacked", "stack=False"):
+        p([frame, frame[:4]])
+    with _raises("GpuMat", "ROI"):
+        lazycv.compose(lazycv.crop((4, 4, 8, 8)), lazycv.write())(frame)
+    with _raises("normalize", "2 values"):
+        lazycv.compose(lazycv.normalize((1, 2), 1.0))(frame)
+    with _raises("out= needs a write() step"):
+        lazycv.compose(lazycv.resize((4, 4)))(frame, out=np.zeros((4, 4, 3), np.uint8))
+    # after errors, pipelines still run
+    np.testing.assert_array_equal(p(frame), frame)
