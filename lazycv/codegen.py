@@ -11,6 +11,7 @@ Numba's on-disk cache (``cache=True``) serve the next process.
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import threading
 
@@ -178,6 +179,26 @@ def emit_body(layout, prefix=""):
     return em
 
 
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_ASSIGN = re.compile(r"^([A-Za-z_]\w*) = (.*)$")
+
+
+def split_row_invariant(lines, pixel_var="x"):
+    """(row lines, pixel lines): assignments that do not depend on ``x`` (a resize's row
+    coordinate and weights, a scalar cast) can run once per row instead of once per pixel.
+    Relative order is kept, so each moved line still follows what it reads."""
+    varying, row, pixel = {pixel_var}, [], []
+    for ln in lines:
+        m = _ASSIGN.match(ln)
+        if m and not (set(_NAME.findall(m.group(2))) & varying):
+            row.append(ln)
+        else:
+            if m:
+                varying.add(m.group(1))
+            pixel.append(ln)
+    return row, pixel
+
+
 def _with_header(em, source):
     if em.globals:
         header = "".join(f"# calls {n}: {fp}\n" for n, (_, fp) in sorted(em.globals.items()))
@@ -188,7 +209,7 @@ def _with_header(em, source):
 def generate(layout, frame):
     """Emit the body for ``layout`` and wrap it in the backend's kernel ``frame``."""
     em = emit_body(layout)
-    return em, _with_header(em, frame(em.params, em.lines))
+    return em, _with_header(em, frame(em.params, *split_row_invariant(em.lines)))
 
 
 class BatchSpec:
@@ -273,7 +294,7 @@ def generate_batched(kinds, frame):
         pre, ps = spec.preamble()
         ems.append(em)
         specs.append(spec)
-        branches.append((pre, em.lines))
+        branches.append((pre,) + split_row_invariant(em.lines))
         params += ps
     merged = Emitter(None)
     for em in ems:

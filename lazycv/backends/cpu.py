@@ -24,6 +24,7 @@ from numba import njit
 @njit(cache=True, nogil=True, error_model="numpy")
 def kernel(Y0, Y1, {params}):
     for y in range(Y0, Y1):
+{row}
         for x in range(W):
 {body}
 '''
@@ -51,14 +52,16 @@ class CpuBackend(Backend):
     name = "cpu"
     is_device = False
 
-    def kernel_frame(self, params, lines):
-        return _FRAME.format(params=", ".join(params), body=self.indent(lines, 12))
+    def kernel_frame(self, params, row_lines, lines):
+        """Row-invariant lines run once per row, the rest once per pixel."""
+        return _FRAME.format(params=", ".join(params), row=self.indent(row_lines, 8) or "        pass",
+                             body=self.indent(lines, 12))
 
     def batched_frame(self, params, branches):
         """Rows of all items; each item's kind selects its branch (one branch: no test)."""
         out = []
-        for j, (pre, lines) in enumerate(branches):
-            body = pre + ["for x in range(W):"] + ["    " + ln for ln in lines]
+        for j, (pre, row_lines, lines) in enumerate(branches):
+            body = pre + row_lines + ["for x in range(W):"] + ["    " + ln for ln in lines]
             if len(branches) == 1:
                 out += body
             else:

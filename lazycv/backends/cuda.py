@@ -70,7 +70,8 @@ class CudaBackend(Backend):
         return [DeviceNDArray(shape, strides, dt, gpu_data=mem.view(b * step, (b + 1) * step))
                 for b in range(n)]
 
-    def kernel_frame(self, params, lines):
+    def kernel_frame(self, params, row_lines, lines):
+        lines = row_lines + lines                 # one thread per pixel: nothing to hoist
         opts = "" if self.simulator else "cache=True"
         return _FRAME.format(opts=opts, params=", ".join(params), body=self.indent(lines, 8))
 
@@ -78,7 +79,8 @@ class CudaBackend(Backend):
         """One thread per pixel of every item; each item's kind selects its branch."""
         opts = "" if self.simulator else "cache=True"
         out = []
-        for j, (pre, lines) in enumerate(branches):
+        for j, (pre, row_lines, lines) in enumerate(branches):
+            lines = row_lines + lines
             if len(branches) == 1:
                 out += pre + lines
             else:
