@@ -9,11 +9,14 @@ from .. import runtime
 from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, make_type, split_type, type_name
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
 from ..ir import Allocation, Node, Source
+from ..ops.convert import convert_to
+from ..ops.core import copy_to, crop_node, set_to
 from ..runtime import STATE
+from .interop import device_to_host, host_to_device
+from .stream import Stream
 
 
 def _is_stream(obj):
-    from .stream import Stream
     return isinstance(obj, Stream)
 
 
@@ -186,7 +189,6 @@ class GpuMat:
             return
         # A view of a pending result: a lazy crop that becomes a real view once the parent has
         # memory (see _bind_result), so writes through either side stay shared.
-        from ..ops.core import crop_node
         self._node = crop_node(m._node, y, x, h, w)
         self._parent = (m, y, x)
         if m._views is None:
@@ -402,7 +404,6 @@ class GpuMat:
 
     def upload(self, arr, stream=None):
         """Copy a host array into this GpuMat (reallocating when the size or type differ)."""
-        from .interop import host_to_device
         with STATE.lock:
             if hasattr(arr, "createMatHeader") and not isinstance(arr, np.ndarray):
                 arr = arr.createMatHeader()
@@ -420,7 +421,6 @@ class GpuMat:
 
     def download(self, dst=None, stream=None):
         """Copy this GpuMat to a host array (materialising pending work first)."""
-        from .interop import device_to_host
         if _is_stream(dst) and stream is None:
             dst, stream = None, dst
         with STATE.lock:
@@ -522,19 +522,15 @@ class GpuMat:
 
     # ---------------------------------------------------------------- data ops (lazy)
     def copyTo(self, *args, **kw):
-        from ..ops.core import copy_to
         return copy_to(self, *args, **kw)
 
     def setTo(self, *args, **kw):
-        from ..ops.core import set_to
         return set_to(self, *args, **kw)
 
     def convertTo(self, *args, **kw):
-        from ..ops.convert import convert_to
         return convert_to(self, *args, **kw)
 
     def clone(self):
-        from ..ops.core import copy_to
         return copy_to(self)
 
     def assignTo(self, m, type=-1):

@@ -7,6 +7,7 @@ from .. import runtime
 from .._types import DEPTH_DTYPE, DEPTH_NAME, MAX_CHANNELS, split_type, type_name
 from ..errors import StsBadArg, StsUnmatchedFormats, StsUnmatchedSizes, StsUnsupportedFormat, cv_error
 from ..ir import Node
+from .base import REGISTRY
 from ..runtime import STATE
 
 API = {}          # cv2.cuda name -> function, patched in by lazycv.enable()
@@ -27,9 +28,16 @@ def cuda_api(name):
     return deco
 
 
+_GPUMAT = None
+
+
 def gpumat_cls():
-    from ..facade.gpumat import GpuMat
-    return GpuMat
+    """lazycv's GpuMat class (imported on first use: the façade imports this module)."""
+    global _GPUMAT
+    if _GPUMAT is None:
+        from ..facade.gpumat import GpuMat
+        _GPUMAT = GpuMat
+    return _GPUMAT
 
 
 def src_mat(func, m, name="src"):
@@ -69,10 +77,20 @@ def check_same(func, a, b, names=("src1", "src2"), type_too=True):
                              f"({type_name(b.type())}) differ", StsUnmatchedFormats)
 
 
+def stream_cls():
+    global _STREAM
+    if _STREAM is None:
+        from ..facade.stream import Stream
+        _STREAM = Stream
+    return _STREAM
+
+
+_STREAM = None
+
+
 def check_stream(func, stream):
     if stream is not None:
-        from ..facade.stream import Stream
-        if not isinstance(stream, Stream):
+        if not isinstance(stream, stream_cls()):
             raise cv_error(func, f"stream must be a cv2.cuda.Stream, got {type(stream).__name__}", StsBadArg)
 
 
@@ -127,7 +145,6 @@ def is_scalar_like(x):
 
 
 def node(op_name, inputs, static, dyn, rows, cols, depth, cn):
-    from .base import REGISTRY
     return Node(REGISTRY[op_name], tuple(inputs), static, dyn, rows, cols, depth, cn)
 
 

@@ -6,7 +6,7 @@ import cv2
 from .._types import DEPTH_DTYPE, is_float
 from ..errors import StsBadArg, cv_error
 from .base import OpDef, saturate
-from .common import check_stream, gpumat_cls, node, result, src_mat
+from .common import stream_cls, check_stream, gpumat_cls, node, result, src_mat
 
 _WIDE = (cv2.CV_32S, cv2.CV_64F)
 
@@ -43,7 +43,7 @@ def convert_to(self, *args, **kw):
     """GpuMat.convertTo(rtype[, dst[, alpha[, beta]]]) / (rtype, stream[, dst]) /
     (rtype, alpha, beta, stream[, dst]) -> dst."""
     func = "GpuMat::convertTo"
-    from ..facade.stream import Stream
+    Stream = stream_cls()
     GpuMat = gpumat_cls()
     args = list(args)
     rtype = kw.pop("rtype", None)

@@ -4,7 +4,7 @@ import cv2
 from .._types import DEPTH_RANGE, is_float
 from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
 from .base import OpDef
-from .common import check_same, check_stream, gpumat_cls, node, scalar4, src_mat
+from .common import stream_cls, check_same, check_stream, gpumat_cls, node, scalar4, src_mat
 
 
 class Crop(OpDef):
@@ -72,7 +72,7 @@ def set_to(self, *args, **kw):
     """GpuMat.setTo(s[, mask][, stream]): recorded as a pending write, so a constant image that
     is only consumed by fused ops never has to be written."""
     func = "GpuMat::setTo"
-    from ..facade.stream import Stream
+    Stream = stream_cls()
     GpuMat = gpumat_cls()
     s = kw.pop("s", kw.pop("value", None))
     args = list(args)
@@ -108,7 +108,7 @@ def set_to(self, *args, **kw):
 def copy_to(self, *args, **kw):
     """GpuMat.copyTo([dst][, mask][, stream]) -> dst."""
     func = "GpuMat::copyTo"
-    from ..facade.stream import Stream
+    Stream = stream_cls()
     GpuMat = gpumat_cls()
     dst, mask, stream = kw.pop("dst", None), kw.pop("mask", None), kw.pop("stream", None)
     if kw:
