@@ -54,7 +54,6 @@ class CudaBackend(Backend):
         from numba import cuda
         self.cuda = cuda
         self.simulator = simulator
-        self._direct = {}
         self.name = "cuda-sim" if simulator else "cuda"
         self.buffers = BufferPool(lambda shape, dt: cuda.device_array(shape, dt),
                                   lambda st: st.view(st.dtype),
@@ -103,19 +102,13 @@ class CudaBackend(Backend):
         return self.buffers.alloc((rows, row_elems), np.dtype(dtype))
 
     def _launch(self, fn, grid, args, stream):
-        """Launch through the kernel's one compiled overload, skipping the dispatcher's per-call
-        type resolution (our argument types are fixed by the kernel's signature); the first call
-        goes through the dispatcher, which compiles."""
-        kern = self._direct.get(fn) if not self.simulator else None
-        if kern is not None:
-            kern.launch(args, grid, BLOCK, stream or 0, 0)
-            return
+        """Launch through numba-cuda's dispatcher. (Calling the compiled overload directly
+        skipped the per-call type resolution but gave wrong results on the device when a
+        kernel was reused, 2026-11-30: see bench/RESULTS.md run 5; not used until understood.)"""
         if stream is None:
             fn[grid, BLOCK](*args)
         else:
             fn[grid, BLOCK, stream](*args)
-        if not self.simulator and len(fn.overloads) == 1:
-            self._direct[fn] = next(iter(fn.overloads.values()))
 
     def launch(self, compiled, H, W, args, stream=None):
         bx, by, _ = BLOCK
