@@ -121,6 +121,9 @@ def main(argv=None):
                 else:
                     kernels = ""
                 t = wall_time(fn, args.repeats, inner)
+                out = fn()                   # check a call made after the timed ones too
+                sync()
+                err = max(err, peers.check(to_host(out), ref))
             except Exception as e:  # a peer missing on this machine must not sink the run
                 print(f"[w1] {name} B={B}: {type(e).__name__}: {e}", file=sys.stderr)
                 continue

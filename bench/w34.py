@@ -192,6 +192,10 @@ def main(argv=None):
                 fn()
                 kernels = lazycv.stats()["kernels_launched"]
             t = wall_time(fn, args.repeats, 5)
+            if err_fn:                       # check a call made after the timed ones too
+                out = fn()
+                sync()
+                err = max(err, err_fn(out))
         except Exception as e:
             print(f"[w34] {wl} {name}: {type(e).__name__}: {e}", file=sys.stderr)
             continue
