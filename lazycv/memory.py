@@ -19,18 +19,21 @@ class BufferPool:
         self._idle_bytes = 0
         self._finalizers = {}
 
-    def alloc(self, shape, dtype):
-        key = (shape, dtype.str)
-        storage = None
+    def _take(self, key, shape, dtype):
+        """Idle storage of this key, or new storage."""
         lst = self._free.get(key)
         if lst:
             try:
                 storage = lst.pop()
                 self._idle_bytes -= storage.nbytes
-            except IndexError:
-                storage = None
-        if storage is None:
-            storage = self._new(shape, dtype)
+                return storage
+            except IndexError:              # another thread took the last one
+                pass
+        return self._new(shape, dtype)
+
+    def alloc(self, shape, dtype):
+        key = (shape, dtype.str)
+        storage = self._take(key, shape, dtype)
         buf = self._view(storage)
         fin = weakref.finalize(buf, self._release, key, storage, id(buf))
         fin.atexit = False
@@ -42,16 +45,7 @@ class BufferPool:
         storage returns to the pool once the slab and every item view are garbage."""
         full = (n,) + tuple(shape)
         key = (full, dtype.str)
-        storage = None
-        lst = self._free.get(key)
-        if lst:
-            try:
-                storage = lst.pop()
-                self._idle_bytes -= storage.nbytes
-            except IndexError:
-                storage = None
-        if storage is None:
-            storage = self._new(full, dtype)
+        storage = self._take(key, full, dtype)
         slab = self._view(storage)
         items = self._items(storage, n)
         left = [n + 1]
