@@ -73,8 +73,9 @@ class KernelLayout:
 class Emitter:
     """The context ops emit into: fresh names, kernel arguments, and reads of other values."""
 
-    def __init__(self, layout, prefix=""):
+    def __init__(self, layout, prefix="", int_load="np.int32({})"):
         self.layout = layout
+        self.int_load = int_load    # how an integer pixel is loaded (see Backend.int_load)
         self.p = prefix             # keeps the names of several kernels in one launch apart
         self.lines = []
         self.params = ["H", "W"]
@@ -141,7 +142,7 @@ class Emitter:
             self.source_reads[vi] = self.source_reads.get(vi, True) and base
             row = self.let(f"{s}_y + {y}", "r")
             col = self.let(f"({s}_x + {x}) * {value.cn}", "c")
-            load = "{}" if is_float(value.depth) else "np.int64({})"
+            load = "{}" if is_float(value.depth) else self.int_load
             got = [self.let(load.format(f"{s}[{row}, {col} + {c}]"), "v") for c in range(value.cn)]
         else:
             exprs = value.op.emit(self, value, y, x)
@@ -160,9 +161,9 @@ class Compiled:
         self.n_outputs, self.source_reads, self.name = n_outputs, source_reads, name
 
 
-def emit_body(layout, prefix=""):
+def emit_body(layout, prefix="", int_load="np.int32({})"):
     """The straight-line per-pixel body for ``layout`` (names H, W, y, x, parameters free)."""
-    em = Emitter(layout, prefix)
+    em = Emitter(layout, prefix, int_load)
     p = prefix
     outs = []
     for vi, _ in layout.outputs:
@@ -206,9 +207,9 @@ def _with_header(em, source):
     return source
 
 
-def generate(layout, frame):
+def generate(layout, frame, int_load="np.int32({})"):
     """Emit the body for ``layout`` and wrap it in the backend's kernel ``frame``."""
-    em = emit_body(layout)
+    em = emit_body(layout, int_load=int_load)
     return em, _with_header(em, frame(em.params, *split_row_invariant(em.lines)))
 
 
@@ -284,12 +285,12 @@ class BatchSpec:
         return pre, params
 
 
-def generate_batched(kinds, frame):
+def generate_batched(kinds, frame, int_load="np.int32({})"):
     """One kernel running items of several kinds; ``kinds`` is a list of (layout, shared, nsel)."""
     ems, specs, branches, params = [], [], [], []
     for j, (layout, shared, nsel) in enumerate(kinds):
         prefix = f"k{j}_" if len(kinds) > 1 else ""
-        em = emit_body(layout, prefix)
+        em = emit_body(layout, prefix, int_load)
         spec = BatchSpec(em, shared, nsel, prefix)
         pre, ps = spec.preamble()
         ems.append(em)
@@ -328,7 +329,7 @@ class KernelCache:
             hit = self._kernels.get(layout.signature)
             if hit is not None:
                 return hit
-            em, source = generate(layout, self.backend.kernel_frame)
+            em, source = generate(layout, self.backend.kernel_frame, self.backend.int_load)
             fn, name = _load(source, self.backend.name,
                              {n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
             self.backend.debug_source(name, source)
@@ -350,7 +351,7 @@ class KernelCache:
             hit = self._kernels.get(key)
             if hit is not None:
                 return hit
-            ems, specs, source = generate_batched(kinds, self.backend.batched_frame)
+            ems, specs, source = generate_batched(kinds, self.backend.batched_frame, self.backend.int_load)
             injected = {}
             for em in ems:
                 injected.update({n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})

@@ -6,6 +6,10 @@ import sys
 class Backend:
     name = None
     is_device = False
+    # Integer pixels load as int32 (exact for every integer depth): Numba widens int32
+    # arithmetic to int64, so nothing overflows. The simulator runs plain Python with numpy
+    # scalars, which would wrap at 32 bits, so it loads Python ints instead.
+    int_load = "np.int32({})"
 
     def debug_source(self, module_name, source):
         """LAZYCV_DEBUG=2 prints every generated kernel once."""

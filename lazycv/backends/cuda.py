@@ -55,6 +55,8 @@ class CudaBackend(Backend):
         self.cuda = cuda
         self.simulator = simulator
         self.name = "cuda-sim" if simulator else "cuda"
+        if simulator:
+            self.int_load = "int({})"
         self.buffers = BufferPool(lambda shape, dt: cuda.device_array(shape, dt),
                                   lambda st: st.view(st.dtype),
                                   int(os.environ.get("LAZYCV_POOL_MB", 4096)) << 20,

@@ -26,6 +26,9 @@ _FORMULA = {
     "mul_scaled": "{s} * {a} * {b}",
     "div_int": "({a} * {s} / {b}) if {b} != 0 else {zero}",
     "div_float": "{a} * {s} / {b}",
+    # scale == 1: a * 1 is exactly a, so the multiply can go
+    "div_int_unscaled": "({a} / {b}) if {b} != 0 else {zero}",
+    "div_float_unscaled": "{a} / {b}",
     "absdiff": "abs({a} - {b})",
     "min": "min({a}, {b})",
     "max": "max({a}, {b})",
@@ -73,11 +76,11 @@ class Arith(OpDef):
                 b = [f"{ft}({v})" for v in b]
         if mode == "sm":
             a, b = b, a
-        s = ctx.dyn(n, 0, wt) if scaled or kind == "div" else None
+        s = ctx.dyn(n, 0, wt) if scaled else None
         if kind == "mul" and scaled:
             f = _FORMULA["mul_scaled"]
         elif kind == "div":
-            f = _FORMULA["div_float" if is_float(n.depth) else "div_int"]
+            f = _FORMULA[("div_float" if is_float(n.depth) else "div_int") + ("" if scaled else "_unscaled")]
         else:
             f = _FORMULA[kind]
         zero = f"{ft}(0)" if ft else "0"
