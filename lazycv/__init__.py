@@ -142,4 +142,6 @@ def explain(*mats, format="text"):
             return explain_dot(kernels, names)
         if format == "svg":
             return explain_svg(kernels, names)
-        return explain_plan(kernels, names)
+        by_node = {id(m._node): [m] for m in pend}
+        launches = sum(len(phase) for phase in _runtime.launch_plan(kernels, by_node)) if kernels else 0
+        return explain_plan(kernels, names, launches)

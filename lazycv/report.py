@@ -86,10 +86,12 @@ class _Facts:
         return ", ".join(f"m{i}" for i in d) if d else "no memory input"
 
 
-def explain_plan(kernels, names=None):
+def explain_plan(kernels, names=None, launches=None):
     names = names or {}
     facts = _Facts(kernels)
     lines = [f"lazycv plan: {len(kernels)} kernel(s)"]
+    if launches is not None and launches != len(kernels):
+        lines[0] += f", run as {launches} launch(es) after horizontal batching"
     produced = {}
     for ki, k in enumerate(kernels):
         reads, rb, wb = _kernel_facts(k)

@@ -272,28 +272,35 @@ def execute(sinks):
     if debug_level() >= 1:
         from .report import explain_plan
         print(explain_plan(kernels), file=sys.stderr)
-    level = 0
-    while level < len(kernels) and kernels:
-        phase = [k for k in kernels if k.level == level]
-        if not phase:
-            break
-        groups, singles = {}, []
-        for k in phase:
-            layout = codegen.KernelLayout([(n, None) for n in k.outputs])
-            batchable = STATE.fuse and all(
-                not any(m._alloc is not None for m in by_node.get(id(n), ())) for n in k.outputs)
-            if batchable:
-                groups.setdefault(layout.signature, []).append((k, layout))
-            else:
-                singles.append((k, layout))
-        for k, layout in singles:
-            _launch_single(k, layout, by_node)
-        for kinds in _launches(list(groups.values())):
+    for phase in launch_plan(kernels, by_node):
+        for kinds in phase:
             if len(kinds) == 1 and len(kinds[0]) == 1:
                 _launch_single(*kinds[0][0], by_node)
             else:
                 _launch_batch(kinds, by_node)
-        level += 1
+
+
+def launch_plan(kernels, by_node=None, fuse=None):
+    """Per phase, the launches: each a list of kinds, each kind a list of (kernel, layout) with
+    one signature. Kernels writing into user memory launch alone; same-signature kernels batch;
+    kinds reading a common buffer share a launch. explain() reports the same grouping."""
+    by_node = by_node or {}
+    fuse = STATE.fuse if fuse is None else fuse
+    phases = []
+    for level in sorted({k.level for k in kernels}):
+        groups, launches = {}, []
+        for k in kernels:
+            if k.level != level:
+                continue
+            layout = codegen.KernelLayout([(n, None) for n in k.outputs])
+            batchable = fuse and all(
+                not any(m._alloc is not None for m in by_node.get(id(n), ())) for n in k.outputs)
+            if batchable:
+                groups.setdefault(layout.signature, []).append((k, layout))
+            else:
+                launches.append([[(k, layout)]])
+        phases.append(launches + _launches(list(groups.values())))
+    return phases
 
 
 def _launches(groups):

@@ -184,3 +184,11 @@ def test_several_products_of_one_frame_are_one_launch(rng):
     r = (r - np.array(SUB, np.float32)) / np.array(DIV, np.float32)
     for c, p in enumerate(planes):
         assert_close(p.download(), r[..., c], 1e-6, rel=1e-5)
+
+
+def test_explain_reports_the_batched_launch(rng):
+    gpu = upload(rand_image(rng, 30, 40, 3, np.uint8))
+    outs = w3_loop(gpu, random_rois(rng, 10, 30, 40), (6, 4))
+    text = lazycv.explain(*[p for planes in outs for p in planes])
+    assert "10 kernel(s), run as 1 launch(es) after horizontal batching" in text
+    assert lazycv.stats()["kernels_launched"] == 0
