@@ -295,6 +295,16 @@ def _ident(name):
 
 # ---------------------------------------------------------------- the op definitions
 
+
+def _check_out_channels(func, name, fname, cn, declared):
+    """The channel count a function returns must fit an image and match the declaration."""
+    if cn > MAX_CHANNELS:
+        raise cv_error(func, f"op '{name}': {fname}() returns {cn} values; an image has at most "
+                             f"{MAX_CHANNELS} channels", StsBadArg)
+    if declared is not None and cn != declared:
+        raise cv_error(func, f"op '{name}' declares out_channels={declared} but {fname}() returns "
+                             f"{cn} value(s)", StsBadArg)
+
 class _UserOpDef(OpDef):
     """Base of every user op: ``static[0]`` is the op's key (function fingerprints + options),
     so the compiled kernel's identity changes whenever the definition does."""
@@ -504,12 +514,7 @@ class ElementOp(UserOp):
                 cn = mats[0]._cn
             else:
                 cn = len(rkinds)
-                if cn > MAX_CHANNELS:
-                    raise cv_error(func, f"op '{name}': {self.fn.__name__}() returns {cn} values; an image has "
-                                         f"at most {MAX_CHANNELS} channels", StsBadArg)
-                if self._out_channels is not None and cn != self._out_channels:
-                    raise cv_error(func, f"op '{name}' declares out_channels={self._out_channels} but "
-                                         f"{self.fn.__name__}() returns {cn} value(s)", StsBadArg)
+                _check_out_channels(func, name, self.fn.__name__, cn, self._out_channels)
             info = self._types[tkey] = (tuple(rkinds), tup, cn)
         rkinds, tup, cn = info
         depth = self._out_depth if self._out_depth is not None else mats[0]._depth
@@ -583,12 +588,7 @@ class GatherOp(UserOp):
                     list(crt.types[2:]) + (ptypes if pass_params else [])
                 rk, tup, _ = _infer(name, self.pixel, "pixel", argtypes)
                 cn = len(rk)
-                if cn > MAX_CHANNELS:
-                    raise cv_error(func, f"op '{name}': pixel returns {cn} values; an image has at most "
-                                         f"{MAX_CHANNELS} channels", StsBadArg)
-                if self._out_channels is not None and cn != self._out_channels:
-                    raise cv_error(func, f"op '{name}' declares out_channels={self._out_channels} but "
-                                         f"{self.pixel.__name__}() returns {cn} value(s)", StsBadArg)
+                _check_out_channels(func, name, self.pixel.__name__, cn, self._out_channels)
                 rkinds = tuple(rk)
             info = self._types[tkey] = (fcoord, n_extra, rkinds, tup, cn, pass_params)
         fcoord, n_extra, rkinds, tup, cn, pass_params = info
