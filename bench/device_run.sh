@@ -18,3 +18,4 @@ fi
 timeout 200 python3 -m lazycv demo 2>&1 | tail -8 | tee "$OUT/demo.txt"
 timeout 300 python3 bench/w1.py "$@" 2>&1 | tee "$OUT/w1.txt"
 timeout 300 python3 bench/w34.py --repeats 15 2>&1 | tee "$OUT/w34.txt"
+timeout 200 python3 bench/w7.py --backend cuda 2>&1 | tee "$OUT/w7.txt"
