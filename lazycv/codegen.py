@@ -200,17 +200,20 @@ def split_row_invariant(lines, pixel_var="x"):
     return row, pixel
 
 
-def _with_header(em, source):
-    if em.globals:
-        header = "".join(f"# calls {n}: {fp}\n" for n, (_, fp) in sorted(em.globals.items()))
-        source = header + source
-    return source
+def _with_header(em, source, signature):
+    """Prefix the source with what makes it unique: the signature it was generated for (the
+    same text serves several dtypes, but one module per signature keeps each Numba dispatcher
+    at one overload) and the fingerprints of user functions it calls."""
+    digest = hashlib.sha1(repr(signature).encode()).hexdigest()[:16]
+    header = f"# lazycv kernel, signature {digest}\n"
+    header += "".join(f"# calls {n}: {fp}\n" for n, (_, fp) in sorted(em.globals.items()))
+    return header + source
 
 
 def generate(layout, frame, int_load="np.int32({})"):
     """Emit the body for ``layout`` and wrap it in the backend's kernel ``frame``."""
     em = emit_body(layout, int_load=int_load)
-    return em, _with_header(em, frame(em.params, *split_row_invariant(em.lines)))
+    return em, _with_header(em, frame(em.params, *split_row_invariant(em.lines)), layout.signature)
 
 
 class BatchSpec:
@@ -300,7 +303,8 @@ def generate_batched(kinds, frame, int_load="np.int32({})"):
     merged = Emitter(None)
     for em in ems:
         merged.globals.update(em.globals)
-    return ems, specs, _with_header(merged, frame(params, branches))
+    key = tuple((lay.signature, tuple(sorted(sh)), tuple(sorted(ns.items()))) for lay, sh, ns in kinds)
+    return ems, specs, _with_header(merged, frame(params, branches), key)
 
 
 
