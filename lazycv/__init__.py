@@ -133,10 +133,9 @@ def explain(*mats, format="text"):
         pend = [m for m in flat if m._node is not None]
         values, names = [], {}
         for i, m in enumerate(flat):
-            if m._node is not None:
-                names.setdefault(id(m._node), f"result {i}")
-                if all(v is not m._node for v in values):
-                    values.append(m._node)
+            if m._node is not None and id(m._node) not in names:
+                names[id(m._node)] = f"result {i}"
+                values.append(m._node)
         kernels = planner.plan(values, _STATE.fuse) if pend else []
         if format == "dot":
             return explain_dot(kernels, names)

@@ -369,15 +369,17 @@ def _bind_kind(members):
     for vi, v in enumerate(layout0.values):
         if not v.is_source:
             continue
-        bufs = []
+        bufs, index = [], {}                 # distinct buffers in first-seen order, id -> slot
         for _, lay in members:
-            if all(lay.values[vi].buf is not b for b in bufs):
-                bufs.append(lay.values[vi].buf)
+            buf = lay.values[vi].buf
+            if id(buf) not in index:
+                index[id(buf)] = len(bufs)
+                bufs.append(buf)
         if len(bufs) == 1:
             shared.add(vi)
         else:
             nsel[vi] = _pow2(len(bufs))
-            distinct[vi] = bufs
+            distinct[vi] = (bufs, index)
     return shared, nsel, distinct
 
 
@@ -405,8 +407,7 @@ def _launch_batch(kinds, by_node):
                     ti[b, spec.int_cols[f"{p}s{vi}_y"]] = v.y0
                     ti[b, spec.int_cols[f"{p}s{vi}_x"]] = v.x0
                     if vi in distinct:
-                        ti[b, spec.int_cols[f"{p}s{vi}_sel"]] = next(
-                            i for i, buf in enumerate(distinct[vi]) if buf is v.buf)
+                        ti[b, spec.int_cols[f"{p}s{vi}_sel"]] = distinct[vi][1][id(v.buf)]
                 else:
                     _, vi, kk, kind = item
                     name = f"{p}d{vi}_{kk}"
@@ -420,7 +421,7 @@ def _launch_batch(kinds, by_node):
             if how == "shared":
                 args.append(layout0.values[vi].buf)
             else:
-                bufs = distinct[vi]
+                bufs = distinct[vi][0]
                 args += bufs + [bufs[0]] * (n - len(bufs))
         item_bufs = []
         for oi, (vi, _) in enumerate(layout0.outputs):
