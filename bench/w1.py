@@ -53,6 +53,40 @@ def lazycv_setup(frames, fuse):
     return run
 
 
+def set_launch_mode(mode):
+    """Switch the CUDA backend's launch path (packed / overload / dispatcher) for a contestant."""
+    import lazycv
+    from lazycv.runtime import STATE
+    lazycv.backend()
+    if hasattr(STATE.backend, "launch_mode"):
+        STATE.backend.launch_mode = mode
+
+
+def kernel_only(fn, repeats):
+    """Device time of the kernels one call of ``fn`` launches: capture its launches, then replay
+    them back to back (the host cost of a replay is one packed launch each)."""
+    from lazycv.runtime import STATE
+    be = STATE.backend
+    if not hasattr(be, "_launch"):
+        return None
+    captured, orig = [], be._launch
+
+    def spy(f, grid, args, stream):
+        captured.append((f, grid, args, stream))
+        return orig(f, grid, args, stream)
+    be._launch = spy
+    try:
+        fn()
+    finally:
+        be._launch = orig
+    sync()
+
+    def replay():
+        for f, grid, args, stream in captured:
+            orig(f, grid, args, stream)
+    return wall_time(replay, repeats, 20)["median_ms"], len(captured)
+
+
 def lazycv_result(outs):
     return np.stack([np.stack([p.download() for p in planes]) for planes in outs])
 
@@ -91,6 +125,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel")
     ap.add_argument("--no-eager", action="store_true", help="skip lazycv fuse=False")
+    ap.add_argument("--launch-modes", default="packed",
+                    help="CUDA launch paths to compare for lazycv fused: packed,overload,dispatcher")
     args = ap.parse_args(argv)
     import lazycv
     results = {"device": common.device_info(), "lazycv_backend": None, "rows": []}
@@ -99,7 +135,11 @@ def main(argv=None):
         frames = peers.make_frames(B, seed=B)
         ref = peers.reference_w1(frames)
         inner = max(1, 64 // B)
-        contestants = [("lazycv fused", lambda: lazycv_setup(frames, True), lazycv_result)]
+        contestants = []
+        for mode in [m for m in args.launch_modes.split(",") if m]:
+            name = "lazycv fused" if mode == "packed" else f"lazycv fused ({mode})"
+            contestants.append((name, lambda mode=mode: (set_launch_mode(mode), lazycv_setup(frames, True))[1],
+                                lazycv_result))
         if not args.no_eager:
             contestants.append(("lazycv eager", lambda: lazycv_setup(frames, False), lazycv_result))
         for name in [p for p in args.peers.split(",") if p]:
@@ -132,6 +172,14 @@ def main(argv=None):
             results["rows"].append({"batch": B, "contestant": name, **t, "tb_per_s": tbs,
                                     "max_abs_err": err, "kernels_per_batch": kernels,
                                     "first_call_ms": first_ms})
+            if name == "lazycv fused":
+                ko = kernel_only(fn, args.repeats)
+                if ko is not None:
+                    ms, n = ko
+                    tbs = common.effective_bandwidth(common.w1_bytes(B), ms) / 1e3
+                    table.add(B, "lazycv kernels only", ms, "", tbs, "", n)
+                    results["rows"].append({"batch": B, "contestant": "lazycv kernels only",
+                                            "median_ms": ms, "tb_per_s": tbs, "kernels_per_batch": n})
     print(table)
     path = common.write_json("w1.json", results)
     print(f"wrote {path}")

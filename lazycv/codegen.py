@@ -37,18 +37,23 @@ class KernelLayout:
     Built from the kernel's outputs by a depth-first walk over inputs in order; the same
     structure always yields the same numbering, so one compiled kernel fits every graph with
     the same signature.
-    """
-    __slots__ = ("values", "index", "signature", "outputs")
 
-    def __init__(self, outputs):
-        self.values, self.index = [], {}
+    ``members`` (ids of the nodes the kernel computes; None = all pending ones) makes every other
+    pending node an *input*: an earlier phase's output, read from memory like a source (its
+    buffer is known only once that phase has run; :meth:`source` resolves it at launch).
+    """
+    __slots__ = ("values", "index", "signature", "outputs", "inputs")
+
+    def __init__(self, outputs, members=None):
+        self.values, self.index, self.inputs = [], {}, []
         sig = []
         stack = [(resolved(v), False) for v, _ in reversed(outputs)]
         while stack:
             v, expanded = stack.pop()
             if id(v) in self.index:
                 continue
-            if v.is_source:
+            if v.is_source or (members is not None and id(v) not in members):
+                self.inputs.append(len(self.values))
                 self._add(v, sig, ("S", v.depth, v.cn))
                 continue
             if not expanded:
@@ -69,6 +74,18 @@ class KernelLayout:
         self.values.append(v)
         sig.append(key)
 
+    @classmethod
+    def rebuilt(cls, values, signature, outputs, inputs):
+        """A layout for new values of a known structure (the plan cache), without the walk."""
+        lay = cls.__new__(cls)
+        lay.values, lay.signature, lay.outputs, lay.inputs = values, signature, outputs, inputs
+        lay.index = {id(v): i for i, v in enumerate(values)}
+        return lay
+
+    def source(self, vi):
+        """The memory region input ``vi`` reads (an earlier phase's output once it has run)."""
+        return resolved(self.values[vi])
+
 
 class Emitter:
     """The context ops emit into: fresh names, kernel arguments, and reads of other values."""
@@ -84,6 +101,7 @@ class Emitter:
         self._named = {}
         self._n = 0
         self.source_reads = {}      # value index -> True when every read is at (y, x)
+        self.input_set = set(layout.inputs) if layout is not None else set()
         self.globals = {}           # name -> (python function, fingerprint) the body calls
 
     def let(self, expr, prefix="t"):
@@ -136,7 +154,7 @@ class Emitter:
         got = self._memo.get(key)
         if got is not None:
             return got
-        if value.is_source:
+        if vi in self.input_set:
             s = self._source_args(vi)
             base = (y, x) == ("y", "x")
             self.source_reads[vi] = self.source_reads.get(vi, True) and base
@@ -228,32 +246,41 @@ class BatchSpec:
     each compile a kernel). Outputs are slabs, one 3-D array per output, item b writing
     ``slab[b]``.
     """
-    __slots__ = ("int_cols", "float_cols", "arrays", "outputs", "prefix")
+    __slots__ = ("int_cols", "float_cols", "arrays", "outputs", "prefix",
+                 "src_fetch", "int_fetch", "float_fetch")
 
     def __init__(self, em, shared, nsel, prefix):
         self.prefix = prefix
         self.int_cols, self.float_cols, self.arrays = {}, {}, []
+        # what the launch copies into the tables per item, as plain column numbers
+        self.src_fetch = []        # (value index, column of y0, column of x0, column of sel or -1)
+        self.int_fetch = []        # (value index, dyn index, column)
+        self.float_fetch = []      # (value index, dyn index, column, kind)
         col = 4
         for item in em.recipe:
             if item[0] == "src":
                 vi = item[1]
                 s = f"{prefix}s{vi}"
                 self.int_cols[f"{s}_y"], self.int_cols[f"{s}_x"] = col, col + 1
+                sel = -1
                 col += 2
                 if vi in shared:
                     self.arrays.append((s, vi, "shared", 1))
                 else:
-                    self.int_cols[f"{s}_sel"] = col
+                    sel = self.int_cols[f"{s}_sel"] = col
                     col += 1
                     self.arrays.append((s, vi, "select", nsel[vi]))
+                self.src_fetch.append((vi, col - 2 - (sel >= 0), col - 1 - (sel >= 0), sel))
             else:
                 _, vi, k, kind = item
                 name = f"{prefix}d{vi}_{k}"
                 if kind == "i":
                     self.int_cols[name] = col
+                    self.int_fetch.append((vi, k, col))
                     col += 1
                 else:
                     self.float_cols[name] = (len(self.float_cols), kind)
+                    self.float_fetch.append((vi, k, len(self.float_cols) - 1, kind))
         self.outputs = [f"{prefix}O{k}" for k in range(len(em.layout.outputs))]
 
     @property

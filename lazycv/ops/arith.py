@@ -8,6 +8,8 @@ OpenCV's rules, which the CPU reference confirms:
   float (double when 32S or 64F is involved), then saturates (round half to even);
 * integer division by zero gives 0; float division follows IEEE (inf, nan).
 """
+import functools
+
 import cv2
 
 from .._types import DEPTH_RANGE, is_float
@@ -38,6 +40,7 @@ _FORMULA = {
 _SHORT_PRODUCT = (cv2.CV_8U, cv2.CV_8S, cv2.CV_16S)   # products that always fit in int32
 
 
+@functools.lru_cache(maxsize=None)
 def working_type(kind, in_depths, out_depth, scaled, with_scalar):
     """'i' (exact integer), 'f32' or 'f64': the precision OpenCV computes ``kind`` in.
 
@@ -123,7 +126,7 @@ def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
     wt = working_type(kind, in_depths, out_depth, scaled, mode != "mm")
     svals = (0.0,) * 4
     if mode != "mm":
-        svals = tuple(float(v) for v in b)
+        svals = b                           # scalar4 gave four floats
         if wt == "i":                       # OpenCV rounds the scalar to the integer work type
             svals = tuple(_int_scalar(v) for v in svals)
     inputs = [a._value(func, "src1")] + ([b._value(func, "src2")] if mode == "mm" else [])

@@ -116,6 +116,9 @@ def scalar4(func, s, name="scalar", broadcast=False):
     expected (``cv2.add(img, 5.0)``) applies to every channel (``broadcast``); given where a
     Scalar is expected (``setTo(5)``) it is ``(5, 0, 0, 0)``. A tuple is always per channel.
     """
+    t = type(s)
+    if t is tuple and 1 <= len(s) <= 4 and all(type(v) is float or type(v) is int for v in s):
+        return tuple(map(float, s)) + (0.0,) * (4 - len(s))      # the common case, fast
     if isinstance(s, numbers.Number) and not isinstance(s, bool):
         return (float(s),) * 4 if broadcast else (float(s), 0.0, 0.0, 0.0)
     if isinstance(s, np.ndarray):
@@ -132,9 +135,14 @@ def scalar4(func, s, name="scalar", broadcast=False):
 
 
 def is_scalar_like(x):
+    t = type(x)
+    if t is float or t is int:
+        return True
     GpuMat = gpumat_cls()
-    if isinstance(x, GpuMat):
+    if t is GpuMat or isinstance(x, GpuMat):
         return False
+    if t is tuple and 1 <= len(x) <= 4 and all(type(v) is float or type(v) is int for v in x):
+        return True
     if isinstance(x, numbers.Number) and not isinstance(x, bool):
         return True
     if isinstance(x, (tuple, list)) and 1 <= len(x) <= 4 and all(isinstance(v, numbers.Number) for v in x):
@@ -150,10 +158,14 @@ def node(op_name, inputs, static, dyn, rows, cols, depth, cn):
 
 def result(func, nd, dst=None, stream=None):
     """Hand a new node to the user: a new lazy GpuMat, or ``dst`` made to hold it."""
-    check_dst(func, dst)
-    check_stream(func, stream)
-    GpuMat = gpumat_cls()
-    out = GpuMat._lazy(nd) if dst is None else dst._assign_result(nd)
+    if dst is None:
+        if stream is not None:
+            check_stream(func, stream)
+        out = gpumat_cls()._lazy(nd)
+    else:
+        check_dst(func, dst)
+        check_stream(func, stream)
+        out = dst._assign_result(nd)
     # Memory shared with foreign code is read at the call, as eager OpenCV would: the foreign
     # owner may overwrite it before the lazy result is needed.
     if out._node is not None and runtime.reads_shared_memory(out._node):

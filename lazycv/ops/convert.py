@@ -6,7 +6,7 @@ import cv2
 from .._types import DEPTH_DTYPE, is_float
 from ..errors import StsBadArg, cv_error
 from .base import OpDef, saturate
-from .common import stream_cls, check_stream, gpumat_cls, node, result, src_mat
+from .common import check_stream, depth_arg, gpumat_cls, node, result, src_mat, stream_cls
 
 _WIDE = (cv2.CV_32S, cv2.CV_64F)
 
@@ -57,7 +57,9 @@ def convert_to(self, *args, **kw):
         raise cv_error(func, f"unexpected arguments {sorted(kw)}", StsBadArg)
     nums = []
     for a in args:
-        if isinstance(a, Stream):
+        if type(a) is float or type(a) is int:
+            nums.append(float(a))
+        elif isinstance(a, Stream):
             stream = a
         elif isinstance(a, GpuMat):
             dst = a
@@ -80,7 +82,6 @@ def convert_to(self, *args, **kw):
         rtype = int(rtype)
     except Exception:
         raise cv_error(func, f"rtype must be an int type code, got {rtype!r}", StsBadArg)
-    from .common import depth_arg
     depth = depth_arg(func, rtype, src._depth)
     if depth == src._depth and alpha == 1 and beta == 0:
         nd = node("crop", [src._value(func)], (), (0, 0), src._rows, src._cols, src._depth, src._cn)

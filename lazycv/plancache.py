@@ -1,0 +1,114 @@
+"""The plan cache: a flush whose pending graph has the structure of an earlier one reuses its plan.
+
+Video code records the same calls every frame (and a loop over frames or ROIs records the same
+chain many times), so planning — the walk, the fusion partition, the kernel layouts and their
+batching — would redo identical work each flush. A flush is *encoded* as the post-order list of
+its pending nodes, each a token of everything the planner looks at (op, static parameters,
+type, size, the depth-cut flag, which earlier values it reads), sources as tokens of their type,
+size and which buffer they read (buffers numbered in first-seen order, so "the same frame" and
+"different frames" plan differently), and the sinks with whether each writes into user memory.
+Scalars, ROI offsets and pointers are not in the key: they are kernel arguments, fetched from
+the new nodes at launch. On a hit the cached plan, stored as positions in that list, is rebuilt
+over the new values without planning.
+"""
+from collections import OrderedDict
+
+from . import codegen, planner
+from .ir import resolved
+
+CAPACITY = 128
+
+
+def encode(values, by_node, fuse):
+    """(key, values by position, position by id) of the graph computing ``values``; None when a
+    sink is not a pending node (the planner's own path handles those)."""
+    objs, pos, bufs, tokens = [], {}, {}, []
+    stack = [(v, False) for v in reversed(values)]
+    while stack:                                   # iterative post-order, like ir.walk
+        v, expanded = stack.pop()
+        if id(v) in pos:
+            continue
+        if not expanded:
+            stack.append((v, True))
+            for i in reversed(v.inputs):
+                i = resolved(i)
+                if id(i) not in pos:
+                    if i.is_source:
+                        pos[id(i)] = len(objs)
+                        objs.append(i)
+                        b = bufs.setdefault(id(i.buf), len(bufs))
+                        tokens.append((b, i.depth, i.cn, i.rows, i.cols))
+                    else:
+                        stack.append((i, False))
+            continue
+        refs = tuple(pos[id(resolved(i))] for i in v.inputs)
+        pos[id(v)] = len(objs)
+        objs.append(v)
+        tokens.append((v.op, v.static, v.depth, v.cn, v.rows, v.cols,
+                       v.height % planner.DEPTH_CUT == planner.DEPTH_CUT - 1, refs))
+    sinks = []
+    for v in values:
+        p = pos.get(id(v))
+        if p is None or v.is_source:
+            return None
+        sinks.append((p, any(m._alloc is not None for m in by_node.get(id(v), ()))))
+    return (fuse, tuple(tokens), tuple(sinks)), objs, pos
+
+
+class _Plan:
+    """A plan in positions: kernels (rows, cols, level, output positions, node positions) and
+    the launch grouping with each layout's value positions and signature."""
+    __slots__ = ("kernels", "phases")
+
+
+def _freeze(kernels, phases, pos):
+    ki = {id(k): j for j, k in enumerate(kernels)}
+    plan = _Plan()
+    plan.kernels = [(k.rows, k.cols, k.level, [pos[id(n)] for n in k.outputs],
+                     [pos[id(n)] for n in k.nodes]) for k in kernels]
+    plan.phases = [[[[(ki[id(k)], [pos[id(v)] for v in lay.values], lay.signature, lay.outputs,
+                       lay.inputs) for k, lay in kind] for kind in launch] for launch in phase]
+                   for phase in phases]
+    return plan
+
+
+def _thaw(plan, objs):
+    kernels = []
+    for rows, cols, level, outs, nodes in plan.kernels:
+        k = planner.Kernel(rows, cols, level)
+        k.outputs = [objs[p] for p in outs]
+        k.nodes = [objs[p] for p in nodes]
+        kernels.append(k)
+    rebuilt = codegen.KernelLayout.rebuilt
+    phases = [[[[(kernels[j], rebuilt([objs[p] for p in vals], sig, outs, ins))
+                 for j, vals, sig, outs, ins in kind] for kind in launch] for launch in phase]
+              for phase in plan.phases]
+    return kernels, phases
+
+
+class PlanCache:
+    """Recent plans by encoded structure (least recently used dropped beyond ``CAPACITY``)."""
+
+    def __init__(self):
+        self._plans = OrderedDict()
+        self.hits = 0
+
+    def plan(self, values, by_node, fuse, build):
+        """(kernels, phases) for ``values``; ``build()`` plans from scratch on a miss."""
+        enc = encode(values, by_node, fuse)
+        if enc is None:
+            return build()
+        key, objs, pos = enc
+        plan = self._plans.get(key)
+        if plan is not None:
+            self._plans.move_to_end(key)
+            self.hits += 1
+            return _thaw(plan, objs)
+        kernels, phases = build()
+        self._plans[key] = _freeze(kernels, phases, pos)
+        if len(self._plans) > CAPACITY:
+            self._plans.popitem(last=False)
+        return kernels, phases
+
+    def clear(self):
+        self._plans.clear()

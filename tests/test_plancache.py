@@ -1,0 +1,106 @@
+"""The plan cache: a flush with the structure of an earlier one reuses its plan, and only then.
+
+Every test checks results against CPU OpenCV, so a plan reused where it must not be (a
+different sharing of buffers, a sink writing into user memory) shows up as wrong pixels."""
+import cv2
+import numpy as np
+import pytest
+
+import lazycv
+from lazycv import planner, runtime
+
+from .conftest import assert_close, rand_image, upload
+
+pytestmark = pytest.mark.sim
+
+
+def chain(g, alpha):
+    r = cv2.cuda.resize(g, (7, 5))
+    f = r.convertTo(cv2.CV_32FC3, alpha=alpha)
+    return cv2.cuda.split(cv2.cuda.subtract(f, (0.25, 0.5, 0.75)))
+
+
+def chain_ref(a, alpha):
+    r = cv2.resize(a, (7, 5)).astype(np.float32) * np.float32(alpha)
+    return list(cv2.split(cv2.subtract(r, (0.25, 0.5, 0.75, 0))))
+
+
+def check(planes, a, alpha):
+    for got, ref in zip(planes, chain_ref(a, alpha)):
+        assert_close(got.download(), ref, tol=1e-5, what="plane")
+
+
+def test_repeated_frames_reuse_the_plan_with_new_scalars_and_frames(rng):
+    frames = [rand_image(rng, 9, 11, 3, np.uint8) for _ in range(4)]
+    for it in range(3):                                  # the same structure, new data each time
+        gpus = [upload(f) for f in frames]
+        alpha = 1.0 / (it + 2)
+        outs = [chain(g, alpha) for g in gpus]
+        lazycv.materialize(*[p for planes in outs for p in planes])
+        for planes, f in zip(outs, frames):
+            check(planes, f, alpha)
+        frames = [np.ascontiguousarray(f[::-1]) for f in frames]
+    assert lazycv.stats()["plan_hits"] == 2
+
+
+def test_same_buffer_and_different_buffers_do_not_share_a_plan(rng):
+    a = rand_image(rng, 9, 11, 3, np.uint8)
+    b = rand_image(rng, 9, 11, 3, np.uint8)
+    ga, gb = upload(a), upload(b)
+    # two chains over two frames, then two chains over one frame: the same ops, another sharing
+    outs = [chain(ga, 0.5), chain(gb, 0.5)]
+    lazycv.materialize(*[p for planes in outs for p in planes])
+    outs2 = [chain(ga, 0.25), chain(ga, 0.125)]
+    lazycv.materialize(*[p for planes in outs2 for p in planes])
+    check(outs[0], a, 0.5)
+    check(outs[1], b, 0.5)
+    check(outs2[0], a, 0.25)
+    check(outs2[1], a, 0.125)
+    assert lazycv.stats()["plan_hits"] == 0
+
+
+def test_a_sink_writing_into_user_memory_plans_apart(rng):
+    a = rand_image(rng, 9, 11, 3, np.uint8)
+    g = upload(a)
+    lazy = cv2.cuda.resize(g, (7, 5))
+    ref = cv2.resize(a, (7, 5))
+    assert_close(lazy.download(), ref, what="lazy result")
+    dst = cv2.cuda_GpuMat(5, 7, cv2.CV_8UC3)
+    cv2.cuda.resize(g, (7, 5), dst=dst)
+    assert_close(dst.download(), ref, what="dst= result")
+    assert lazycv.stats()["plan_hits"] == 0
+    again = cv2.cuda.resize(g, (7, 5))                   # the first structure again: a hit
+    assert_close(again.download(), ref, what="repeat")
+    assert lazycv.stats()["plan_hits"] == 1
+
+
+def test_size_change_misses_and_stays_correct(rng):
+    for rows, cols in [(9, 11), (12, 5), (9, 11)]:
+        a = rand_image(rng, rows, cols, 3, np.uint8)
+        check(chain(upload(a), 0.5), a, 0.5)
+    # the third frame has the first one's structure; results were checked against OpenCV
+    assert lazycv.stats()["plan_hits"] == 1
+
+
+def test_cached_plan_reads_an_earlier_phase_from_memory(rng):
+    """resize(resize(x)) plans two phases; a hit must still read the first phase's new output."""
+    for it in range(2):
+        a = rand_image(rng, 20, 24, 3, np.uint8)
+        g = upload(a)
+        r2 = cv2.cuda.resize(cv2.cuda.resize(g, (12, 10)), (6, 5))
+        assert_close(r2.download(), cv2.resize(cv2.resize(a, (12, 10)), (6, 5)), tol=1, what=f"run {it}")
+    assert lazycv.stats()["plan_hits"] == 1
+
+
+def test_later_phase_kernel_reads_the_cut_instead_of_recomputing_it(rng):
+    """The second kernel of resize(resize(x)) reads the first resize from memory: its layout
+    holds one resize, not both (recomputing the inner one would cost 4 taps per tap)."""
+    g = upload(rand_image(rng, 20, 24, 3, np.uint8))
+    out = cv2.cuda.resize(cv2.cuda.resize(g, (12, 10)), (6, 5)).convertTo(cv2.CV_32F)
+    kernels = planner.plan([out._node])
+    layouts = [lay for phase in runtime.launch_plan(kernels) for launch in phase
+               for kind in launch for _, lay in kind]
+    assert len(layouts) == 2
+    computed = [[v.op.name for vi, v in enumerate(lay.values) if vi not in lay.inputs] for lay in layouts]
+    assert computed == [["resize"], ["resize", "convert"]]
+    lazycv.materialize(out)
