@@ -205,6 +205,15 @@ def main(argv=None):
         res["rows"].append({"workload": wl, "contestant": name, **t, "kernels": kernels, "tb_per_s": tbs,
                             "max_abs_err": err})
         table.add(wl, name, t["median_ms"], t["p99_ms"], kernels, "", tbs, err)
+        if name.startswith("lazycv"):
+            import w1
+            ko = w1.kernel_only(fn, args.repeats)
+            if ko is not None:
+                ms, n = ko
+                tbs = common.effective_bandwidth(nbytes, ms) / 1e3
+                res["rows"].append({"workload": wl, "contestant": name + ", kernels only", "median_ms": ms,
+                                    "kernels": n, "tb_per_s": tbs})
+                table.add(wl, name + ", kernels only", ms, "", n, "", tbs, "")
     print(table)
     for wl in ("W3", "W4"):
         fused = [r for r in res["rows"] if r["workload"] == wl and r["contestant"] == "lazycv fused"]

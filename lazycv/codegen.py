@@ -18,6 +18,7 @@ import threading
 import numpy as np
 
 from ._types import DEPTH_DTYPE, is_float
+from .backends.base import Backend
 from .ir import resolved
 
 _FLOAT_T = {np.dtype(np.float32): "np.float32", np.dtype(np.float64): "np.float64"}
@@ -90,9 +91,10 @@ class KernelLayout:
 class Emitter:
     """The context ops emit into: fresh names, kernel arguments, and reads of other values."""
 
-    def __init__(self, layout, prefix="", int_load="np.int32({})"):
+    def __init__(self, layout, prefix="", int_load="np.int32({})", spellings=None):
         self.layout = layout
         self.int_load = int_load    # how an integer pixel is loaded (see Backend.int_load)
+        self.spellings = spellings or Backend.spellings
         self.p = prefix             # keeps the names of several kernels in one launch apart
         self.lines = []
         self.params = ["H", "W"]
@@ -103,6 +105,10 @@ class Emitter:
         self.source_reads = {}      # value index -> True when every read is at (y, x)
         self.input_set = set(layout.inputs) if layout is not None else set()
         self.globals = {}           # name -> (python function, fingerprint) the body calls
+
+    def spell(self, name, expr):
+        """``expr`` through a target-specific operation (see Backend.spellings)."""
+        return self.spellings[name].format(expr)
 
     def let(self, expr, prefix="t"):
         self._n += 1
@@ -179,9 +185,9 @@ class Compiled:
         self.n_outputs, self.source_reads, self.name = n_outputs, source_reads, name
 
 
-def emit_body(layout, prefix="", int_load="np.int32({})"):
+def emit_body(layout, prefix="", int_load="np.int32({})", spellings=None):
     """The straight-line per-pixel body for ``layout`` (names H, W, y, x, parameters free)."""
-    em = Emitter(layout, prefix, int_load)
+    em = Emitter(layout, prefix, int_load, spellings)
     p = prefix
     outs = []
     for vi, _ in layout.outputs:
@@ -218,6 +224,32 @@ def split_row_invariant(lines, pixel_var="x"):
     return row, pixel
 
 
+def split_column_invariant(row_lines, lines):
+    """(prologue, column lines): pixel-loop assignments that do not depend on ``y`` (a resize's
+    column coordinates and weights) can be computed once per column into tables before the row
+    loop. ``prologue`` is the row lines they may read that do not depend on ``y`` either."""
+    varying, prologue = {"y"}, []
+    for ln in row_lines:
+        m = _ASSIGN.match(ln)
+        if m and set(_NAME.findall(m.group(2))) & varying:
+            varying.add(m.group(1))
+        elif m:
+            prologue.append(ln)
+    columns = []
+    for ln in lines:
+        m = _ASSIGN.match(ln)
+        if not m:
+            continue
+        if set(_NAME.findall(m.group(2))) & varying:
+            varying.add(m.group(1))
+        elif "x" in set(_NAME.findall(m.group(2))) or any(
+                c in set(_NAME.findall(m.group(2))) for c, _ in columns):
+            columns.append((m.group(1), ln))
+        else:
+            prologue.append(ln)
+    return prologue, columns
+
+
 def _with_header(em, source, signature):
     """Prefix the source with what makes it unique: the signature it was generated for (the
     same text serves several dtypes, but one module per signature keeps each Numba dispatcher
@@ -228,9 +260,9 @@ def _with_header(em, source, signature):
     return header + source
 
 
-def generate(layout, frame, int_load="np.int32({})"):
+def generate(layout, frame, int_load="np.int32({})", spellings=None):
     """Emit the body for ``layout`` and wrap it in the backend's kernel ``frame``."""
-    em = emit_body(layout, int_load=int_load)
+    em = emit_body(layout, int_load=int_load, spellings=spellings)
     return em, _with_header(em, frame(em.params, *split_row_invariant(em.lines)), layout.signature)
 
 
@@ -315,12 +347,12 @@ class BatchSpec:
         return pre, params
 
 
-def generate_batched(kinds, frame, int_load="np.int32({})"):
+def generate_batched(kinds, frame, int_load="np.int32({})", spellings=None):
     """One kernel running items of several kinds; ``kinds`` is a list of (layout, shared, nsel)."""
     ems, specs, branches, params = [], [], [], []
     for j, (layout, shared, nsel) in enumerate(kinds):
         prefix = f"k{j}_" if len(kinds) > 1 else ""
-        em = emit_body(layout, prefix, int_load)
+        em = emit_body(layout, prefix, int_load, spellings)
         spec = BatchSpec(em, shared, nsel, prefix)
         pre, ps = spec.preamble()
         ems.append(em)
@@ -360,7 +392,8 @@ class KernelCache:
             hit = self._kernels.get(layout.signature)
             if hit is not None:
                 return hit
-            em, source = generate(layout, self.backend.kernel_frame, self.backend.int_load)
+            em, source = generate(layout, self.backend.kernel_frame, self.backend.int_load,
+                                  self.backend.spellings)
             fn, name = _load(source, self.backend.name,
                              {n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
             self.backend.debug_source(name, source)
@@ -382,7 +415,8 @@ class KernelCache:
             hit = self._kernels.get(key)
             if hit is not None:
                 return hit
-            ems, specs, source = generate_batched(kinds, self.backend.batched_frame, self.backend.int_load)
+            ems, specs, source = generate_batched(kinds, self.backend.batched_frame, self.backend.int_load,
+                                                  self.backend.spellings)
             injected = {}
             for em in ems:
                 injected.update({n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})

@@ -13,8 +13,11 @@ class BufferPool:
     """Free lists keyed by (shape, dtype), bounded by ``cap_bytes`` of idle storage."""
 
     def __init__(self, new_storage, view_of, cap_bytes, items_of=None):
+        """``items_of(storage, n, slab)``, when given, builds a slab's item views that keep the
+        ``slab`` view alive (then one finalizer on the slab suffices); by default items are
+        ``storage[b]`` and each gets its own finalizer."""
         self._new, self._view, self.cap = new_storage, view_of, cap_bytes
-        self._items = items_of or (lambda storage, n: [storage[b] for b in range(n)])
+        self._items = items_of
         self._free = {}
         self._idle_bytes = 0
         self._finalizers = {}
@@ -47,7 +50,12 @@ class BufferPool:
         key = (full, dtype.str)
         storage = self._take(key, full, dtype)
         slab = self._view(storage)
-        items = self._items(storage, n)
+        if self._items is not None:
+            items = self._items(storage, n, slab)
+            f = weakref.finalize(slab, self._release, key, storage, None)
+            f.atexit = False
+            return slab, items
+        items = [storage[b] for b in range(n)]
         left = [n + 1]
 
         def one_gone():

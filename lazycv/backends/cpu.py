@@ -9,6 +9,7 @@ Python threads has neither cost.
 backend presents one virtual CUDA device so code that checks for CUDA takes its CUDA path.
 """
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -23,6 +24,7 @@ from numba import njit
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def kernel(Y0, Y1, {params}):
+{columns}
     for y in range(Y0, Y1):
 {row}
         for x in range(W):
@@ -48,14 +50,38 @@ def kernel(Y0, Y1, MAXH, TI, TF, {params}):
 '''
 
 
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _assigned(line):
+    """The name a generated line assigns (None for a store into an array)."""
+    name, sep, _ = line.partition(" = ")
+    return name if sep and name.isidentifier() else None
+
+
 class CpuBackend(Backend):
     name = "cpu"
     is_device = False
 
     def kernel_frame(self, params, row_lines, lines):
-        """Row-invariant lines run once per row, the rest once per pixel."""
-        return _FRAME.format(params=", ".join(params), row=self.indent(row_lines, 8) or "        pass",
-                             body=self.indent(lines, 12))
+        """Row-invariant lines run once per row; column-invariant ones (a resize's column
+        coordinates and weights) once per column into tables before the row loop (launches
+        need W >= 1); the rest once per pixel."""
+        from ..codegen import split_column_invariant
+        prologue, columns = split_column_invariant(row_lines, lines) if self.column_tables else ([], [])
+        pre, body = [], list(lines)
+        if columns:
+            computed = {name for name, _ in columns}
+            body = [ln for ln in lines if _assigned(ln) not in computed]
+            used = set(_NAME.findall("\n".join(body)))
+            tabled = [name for name, _ in columns if name in used]
+            pre = prologue + ["x = 0"] + [ln for _, ln in columns]
+            pre += [f"_T{name} = np.full(W, {name})" for name in tabled]
+            pre += ["for x in range(1, W):"] + ["    " + ln for _, ln in columns]
+            pre += [f"    _T{name}[x] = {name}" for name in tabled]
+            body = [f"{name} = _T{name}[x]" for name in tabled] + body
+        return _FRAME.format(params=", ".join(params), columns=self.indent(pre, 4),
+                             row=self.indent(row_lines, 8) or "        pass", body=self.indent(body, 12))
 
     def batched_frame(self, params, branches):
         """Rows of all items; each item's kind selects its branch (one branch: no test)."""
@@ -90,6 +116,7 @@ class CpuBackend(Backend):
     def alloc(self, rows, row_elems, dtype):
         return self.buffers.alloc((rows, row_elems), np.dtype(dtype))
 
+    column_tables = True        # kernel_frame's per-column tables (off: for measuring them)
     MIN_ROWS_PER_BAND = 16
     MIN_PIXELS_TO_SPLIT = 1 << 15
 
@@ -100,6 +127,8 @@ class CpuBackend(Backend):
                                   int(os.environ.get("LAZYCV_POOL_MB", 1024)) << 20)
 
     def launch(self, compiled, H, W, args, stream=None):
+        if H <= 0 or W <= 0:
+            return
         fn = compiled.fn
         bands = min(self.threads, max(1, H // self.MIN_ROWS_PER_BAND))
         if bands == 1 or H * W < self.MIN_PIXELS_TO_SPLIT:

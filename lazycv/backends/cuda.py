@@ -55,27 +55,48 @@ class CudaBackend(Backend):
         self.cuda = cuda
         self.simulator = simulator
         self.name = "cuda-sim" if simulator else "cuda"
-        if simulator:
+        if simulator:                 # plain Python: keep ints unbounded (numpy scalars wrap)
             self.int_load = "int({})"
+            self.spellings = {"floor_i32": "int(math.floor({}))", "rint_i32": "round({})",
+                              "rint_f32_i32": "round({})"}
+        else:
+            # math.floor is floorf/floor on the GPU; round() goes through float64 and int64,
+            # libdevice's float2int_rn is one cvt.rni.s32.f32
+            self.spellings = {"floor_i32": "np.int32(math.floor({}))", "rint_i32": "np.int32(round({}))",
+                              "rint_f32_i32": "cuda.libdevice.float2int_rn({})"}
         self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "packed")
         if self.launch_mode not in ("packed", "overload", "dispatcher"):
             raise ValueError(f"lazycv: LAZYCV_LAUNCH must be packed, overload or dispatcher, "
                              f"got {self.launch_mode!r}")
         self._direct = {}
+        self._tables = _TableStaging(cuda)
         self.buffers = BufferPool(lambda shape, dt: cuda.device_array(shape, dt),
                                   lambda st: st.view(st.dtype),
                                   int(os.environ.get("LAZYCV_POOL_MB", 4096)) << 20,
                                   None if simulator else self._slab_items)
 
-    def _slab_items(self, storage, n):
+    def _slab_items(self, storage, n, slab):
         """The 2-D item views of a 3-D slab, built directly: DeviceNDArray indexing costs
-        ~70 µs a call, which a batch of hundreds of items cannot afford."""
+        ~70 µs a call and even a plain constructor tens of µs, which a batch of hundreds of
+        items cannot afford. Item 0 is built properly; the others copy its attributes and get
+        their own memory view, with their packed launch parameters set (``_flatten_array``)."""
         from numba.cuda.cudadrv.devicearray import DeviceNDArray
         shape, strides, dt = storage.shape[1:], storage.strides[1:], storage.dtype
         step = storage.strides[0]
         mem = storage.gpu_data
-        return [DeviceNDArray(shape, strides, dt, gpu_data=mem.view(b * step, (b + 1) * step))
-                for b in range(n)]
+        first = DeviceNDArray(shape, strides, dt, gpu_data=mem.view(0, step))
+        first._lazycv_slab = slab              # the pool recycles the slab once every item is gone
+        items = [first]
+        state = {k: v for k, v in first.__dict__.items() if k not in _PER_ITEM}
+        base = first.device_ctypes_pointer.value or 0
+        flat = _flatten_array(first)
+        for b in range(1, n):
+            item = DeviceNDArray.__new__(DeviceNDArray)
+            item.__dict__.update(state)
+            item.gpu_data = mem.view(b * step, (b + 1) * step)
+            item._lazycv_params = flat[:4] + (base + b * step,) + flat[5:]
+            items.append(item)
+        return items
 
     def kernel_frame(self, params, row_lines, lines):
         lines = row_lines + lines                 # one thread per pixel: nothing to hoist
@@ -98,8 +119,10 @@ class CudaBackend(Backend):
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None):
         bx, by, _ = BLOCK
         grid = ((max_w + bx - 1) // bx, (max_h + by - 1) // by, n_items)
-        cuda = self.cuda
-        dti, dtf = cuda.to_device(ti), cuda.to_device(tf)
+        if self.simulator:
+            dti, dtf = self.cuda.to_device(ti), self.cuda.to_device(tf)
+        else:
+            dti, dtf = self._tables.upload((ti, tf), self.buffers, stream)
         self._launch(compiled.fn, grid, (max_h, dti, dtf) + tuple(arrays), stream)
 
     def alloc_batch(self, n, rows, row_elems, dtype):
@@ -175,6 +198,52 @@ class CudaBackend(Backend):
     def from_foreign(self, obj):
         """Wrap memory that exposes __cuda_array_interface__ without copying."""
         return self.cuda.as_cuda_array(obj)
+
+
+class _TableStaging:
+    """Asynchronous upload of a batched launch's per-item tables.
+
+    A plain ``cuda.to_device`` copies synchronously, and on the default stream a synchronous
+    copy waits for every kernel queued before it: the host would stall on the previous batch at
+    each launch. Here a table goes through pinned host memory with an asynchronous copy, so the
+    host runs ahead of the GPU. Staging buffers form a ring; a slot is written again only after
+    its previous copy has run (its event), and the device tables come from the buffer pool,
+    whose reuse is ordered on the same stream.
+    """
+    SLOTS = 8
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+        self.slots = [[None, None] for _ in range(self.SLOTS)]
+        self.next = 0
+
+    def upload(self, arrays, pool, stream=None):
+        cuda = self.cuda
+        stream = stream or cuda.default_stream()
+        slot = self.slots[self.next]
+        self.next = (self.next + 1) % self.SLOTS
+        host, event = slot
+        if event is not None:
+            event.synchronize()
+        sizes = [(a.nbytes + 7) // 8 * 8 for a in arrays]
+        if host is None or host.nbytes < sum(sizes):
+            host = slot[0] = cuda.pinned_array(max(sum(sizes), 1 << 16), np.uint8)
+        out, off = [], 0
+        for a, size in zip(arrays, sizes):
+            staged = host[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+            staged[...] = a
+            dev = pool.alloc(a.shape, a.dtype)
+            dev.copy_to_device(staged, stream=stream)
+            out.append(dev)
+            off += size
+        if event is None:
+            event = slot[1] = cuda.event(timing=False)
+        event.record(stream)
+        return out
+
+
+# attributes of a DeviceNDArray that name its memory (the rest describe the layout and are shared)
+_PER_ITEM = ("gpu_data", "_strided_memory_view_shim", "_lazycv_params")
 
 
 class _NotPackable(Exception):

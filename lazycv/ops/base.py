@@ -5,7 +5,8 @@ op by name: it calls ``op.emit(ctx, node, y, x)``, which returns one expression 
 channel, reading its inputs through ``ctx.read(value, y, x)``. The same snippet serves the CUDA
 kernel, the CPU kernel and the simulator, because it is written in the subset of Python that all
 three compile identically (ints, ``np.float32``/``np.float64`` casts, ``round``, ``min``,
-``max``, ``int(math.floor(..))`` — the CUDA target's floor returns a float).
+``max``, ``int(math.floor(..))`` — the CUDA target's floor returns a float), plus the few
+operations each backend spells its own way (``ctx.spell``: floor or round-half-even to int32).
 """
 from .._types import DEPTH_RANGE, is_float
 
@@ -55,7 +56,8 @@ def saturate(ctx, expr, depth, src_is_float=True):
     if not src_is_float:
         return f"min(max({expr}, {lo}), {hi})"
     t = ctx.let(expr, "s")
-    return f"(min(max(round({t}), {lo}), {hi}) if ({t} > -2147483648.5 and {t} < 2147483647.5) else {lo})"
+    # inside the guard the rounded value fits in int32 (see Backend.spellings)
+    return f"(min(max({ctx.spell('rint_i32', t)}, {lo}), {hi}) if ({t} > -2147483648.5 and {t} < 2147483647.5) else {lo})"
 
 
 def op(name):

@@ -34,8 +34,8 @@ class Resize(OpDef):
         sh, sw = ctx.dyn(n, 0, "i"), ctx.dyn(n, 1, "i")
         sx, sy = ctx.dyn(n, 2, "f64"), ctx.dyn(n, 3, "f64")
         if interp == cv2.INTER_NEAREST:
-            iy = ctx.let(f"min(int(math.floor({y} * {sy})), {sh} - 1)", "y")
-            ix = ctx.let(f"min(int(math.floor({x} * {sx})), {sw} - 1)", "x")
+            iy = ctx.let(f"min({ctx.spell('floor_i32', f'{y} * {sy}')}, {sh} - 1)", "y")
+            ix = ctx.let(f"min({ctx.spell('floor_i32', f'{x} * {sx}')}, {sw} - 1)", "x")
             return list(ctx.read(src, iy, ix))
         y0, y1, fy = self._axis(ctx, y, sy, sh, mapping)
         x0, x1, fx = self._axis(ctx, x, sx, sw, mapping)
@@ -60,7 +60,7 @@ class Resize(OpDef):
             f = ctx.let(f"np.float32(({d} + 0.5) * {scale} - 0.5)", "f")
         else:
             f = ctx.let(f"np.float32({d} * {scale})", "f")
-        i = ctx.let(f"int(math.floor({f}))", "i")
+        i = ctx.let(ctx.spell("floor_i32", f), "i")
         frac = ctx.let(f"np.float32(0) if ({i} < 0 or {i} >= {size} - 1) else {f} - np.float32({i})", "f")
         i0 = ctx.let(f"min(max({i}, 0), {size} - 1)", "i")
         i1 = ctx.let(f"min({i0} + 1, {size} - 1)", "i")
@@ -69,17 +69,24 @@ class Resize(OpDef):
     @staticmethod
     def _fixed_point(ctx, p00, p01, p10, p11, fx, fy):
         """OpenCV's 8U path: 11-bit weights, integer horizontal pass, then the vertical pass its
-        SIMD code uses ((r >> 4) * w >> 16, summed, + 2 >> 2): bit-exact for downscaling."""
+        SIMD code uses ((r >> 4) * w >> 16, summed, + 2 >> 2): bit-exact for downscaling.
+
+        Every step fits in 32 bits (255 * 4096 before the shift, 65535 * 2048 after), so each is
+        cast to int32: Numba widens integer arithmetic to 64 bits, which costs two instructions
+        per operation on a GPU; the casts let the compiler narrow it back. The weights round
+        half to even through the target's cheapest spelling (``Backend.spellings``)."""
         scale = f"np.float32({1 << COEF_BITS})"
-        ax0 = ctx.let(f"round((np.float32(1) - {fx}) * {scale})", "w")
-        ax1 = ctx.let(f"round({fx} * {scale})", "w")
-        by0 = ctx.let(f"round((np.float32(1) - {fy}) * {scale})", "w")
-        by1 = ctx.let(f"round({fy} * {scale})", "w")
+        ax0 = ctx.let(ctx.spell("rint_f32_i32", f"(np.float32(1) - {fx}) * {scale}"), "w")
+        ax1 = ctx.let(ctx.spell("rint_f32_i32", f"{fx} * {scale}"), "w")
+        by0 = ctx.let(ctx.spell("rint_f32_i32", f"(np.float32(1) - {fy}) * {scale}"), "w")
+        by1 = ctx.let(ctx.spell("rint_f32_i32", f"{fy} * {scale}"), "w")
         out = []
         for c in range(len(p00)):
-            r0 = ctx.let(f"{p00[c]} * {ax0} + {p01[c]} * {ax1}")
-            r1 = ctx.let(f"{p10[c]} * {ax0} + {p11[c]} * {ax1}")
-            out.append(f"min(max(((((({r0} >> 4) * {by0}) >> 16) + ((({r1} >> 4) * {by1}) >> 16)) + 2) >> 2, 0), 255)")
+            r0 = ctx.let(f"np.int32({p00[c]} * {ax0} + {p01[c]} * {ax1})")
+            r1 = ctx.let(f"np.int32({p10[c]} * {ax0} + {p11[c]} * {ax1})")
+            a0 = ctx.let(f"np.int32(np.int32({r0} >> 4) * {by0})")
+            a1 = ctx.let(f"np.int32(np.int32({r1} >> 4) * {by1})")
+            out.append(f"min(max(np.int32(np.int32(np.int32({a0} >> 16) + np.int32({a1} >> 16) + 2) >> 2), 0), 255)")
         return out
 
 

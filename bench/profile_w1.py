@@ -1,0 +1,90 @@
+"""Where W1-loop's host time goes on the active backend: per-stage wall time of one batch
+(recording, then the flush split into plan-cache lookup, launch and result binding) and a
+cProfile of a few batches, top functions by internal time.
+
+    python bench/profile_w1.py [--batch 64] [--small]   (--small: 36x48 frames, host cost only)
+"""
+import argparse
+import cProfile
+import functools
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("--repeats", type=int, default=10)
+    args = ap.parse_args()
+    import lazycv
+    from lazycv import plancache, runtime
+    import w1
+    h, w = (36, 48) if args.small else (1080, 1920)
+    frames = [np.random.default_rng(i).integers(0, 256, (h, w, 3), dtype=np.uint8) for i in range(args.batch)]
+    run = w1.lazycv_setup(frames, True)
+    record = run.__code__      # the loop body is the user code; time recording by itself below
+    import cv2
+    gpus = run.__closure__[[c for c in run.__code__.co_freevars].index("gpus")].cell_contents
+    std = run.__closure__[[c for c in run.__code__.co_freevars].index("std")].cell_contents
+
+    def record_only():
+        outs = []
+        for g in gpus:
+            r = cv2.cuda.resize(g, (640, 640), interpolation=cv2.INTER_LINEAR)
+            rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
+            f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
+            f = cv2.cuda.subtract(f, w1.MEAN)
+            f = cv2.cuda.divide(f, std)
+            outs.append(cv2.cuda.split(f))
+        return outs
+
+    stages = {}
+
+    def timed(mod, name):
+        f = getattr(mod, name)
+
+        @functools.wraps(f)
+        def wrapper(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                stages[name] = stages.get(name, 0.0) + time.perf_counter() - t0
+        setattr(mod, name, wrapper)
+    for mod, name in [(plancache, "encode"), (plancache, "_thaw"), (runtime, "_launch_batch"),
+                      (runtime, "_finish_kernel"), (runtime, "execute"), (runtime, "walk")]:
+        timed(mod, name)
+    be = lazycv.runtime.STATE.backend
+    timed(type(be), "launch_batched")
+    for _ in range(3):
+        run()
+    w1.sync()
+    stages.clear()
+    rec, tot = [], []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        outs = record_only()
+        t1 = time.perf_counter()
+        lazycv.materialize(*[p for planes in outs for p in planes])
+        w1.sync()
+        t2 = time.perf_counter()
+        rec.append(t1 - t0)
+        tot.append(t2 - t0)
+    calls = 6 * args.batch
+    print(f"W1-loop B={args.batch} {h}x{w} on {lazycv.backend()}: batch {np.median(tot) * 1e3:.3f} ms, "
+          f"recording {np.median(rec) * 1e3:.3f} ms ({np.median(rec) * 1e6 / calls:.2f} us/call)")
+    for k, v in sorted(stages.items(), key=lambda kv: -kv[1]):
+        print(f"  {k:16s} {v / args.repeats * 1e3:8.3f} ms/batch")
+    cProfile.runctx("for _ in range(5): run()", globals(), locals(), "/tmp/w1.prof")
+    pstats.Stats("/tmp/w1.prof").sort_stats("tottime").print_stats(30)
+
+
+if __name__ == "__main__":
+    main()
