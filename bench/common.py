@@ -265,3 +265,51 @@ def device_info() -> dict:
     except Exception:
         pass
     return info
+
+
+class HostWatch:
+    """What else the host did while a block ran: time in Python's cyclic garbage collector
+    (and how many full collections), and new device buffers lazycv's pool had to allocate.
+    Benchmarks report it beside lazycv's times so a slow row can be explained."""
+
+    def __init__(self):
+        self.gc_ms, self.full_collections, self.pool_misses = 0.0, 0, 0
+
+    def __enter__(self):
+        import gc
+        import time
+        self._t0 = 0.0
+
+        def on_gc(phase, info, self=self):
+            if phase == "start":
+                self._t0 = time.perf_counter()
+            else:
+                self.gc_ms += (time.perf_counter() - self._t0) * 1e3
+                self.full_collections += info["generation"] == 2
+        self._cb = on_gc
+        gc.callbacks.append(on_gc)
+        self._pool = None
+        try:
+            from lazycv.runtime import STATE
+            self._pool = getattr(STATE.backend, "buffers", None)
+        except Exception:  # noqa: BLE001 - lazycv not in use
+            pass
+        if self._pool is not None:
+            new = self._new = self._pool._new
+
+            def counting(shape, dtype, self=self):
+                self.pool_misses += 1
+                return new(shape, dtype)
+            self._pool._new = counting
+        return self
+
+    def __exit__(self, *exc):
+        import gc
+        gc.callbacks.remove(self._cb)
+        if self._pool is not None:
+            self._pool._new = self._new
+        return False
+
+    def as_dict(self):
+        return {"gc_ms": round(self.gc_ms, 3), "full_collections": self.full_collections,
+                "pool_misses": self.pool_misses}

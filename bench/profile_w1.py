@@ -77,6 +77,36 @@ def main():
         t2 = time.perf_counter()
         rec.append(t1 - t0)
         tot.append(t2 - t0)
+    # what else runs during those batches: buffer-pool misses (new device allocations) and
+    # Python's cyclic garbage collector
+    import gc
+    pool = be.buffers
+    misses = [0]
+    new = pool._new
+
+    def counting_new(shape, dtype):
+        misses[0] += 1
+        return new(shape, dtype)
+    pool._new = counting_new
+    gc_time, gc_t0 = [0.0, 0], [0.0]
+
+    def on_gc(phase, info):
+        if phase == "start":
+            gc_t0[0] = time.perf_counter()
+        else:
+            gc_time[0] += time.perf_counter() - gc_t0[0]
+            gc_time[1] += info["generation"] == 2
+    gc.callbacks.append(on_gc)
+    per = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        run()
+        w1.sync()
+        per.append((time.perf_counter() - t0) * 1e3)
+    gc.callbacks.remove(on_gc)
+    pool._new = new
+    print(f"{args.repeats} more batches: ms {sorted(round(p, 2) for p in per)}; pool misses {misses[0]}; "
+          f"gc {gc_time[0] * 1e3:.1f} ms in all ({gc_time[1]} full collections)")
     calls = 6 * args.batch
     print(f"W1-loop B={args.batch} {h}x{w} on {lazycv.backend()}: batch {np.median(tot) * 1e3:.3f} ms, "
           f"recording {np.median(rec) * 1e3:.3f} ms ({np.median(rec) * 1e6 / calls:.2f} us/call)")

@@ -160,7 +160,11 @@ def main(argv=None):
                     results["lazycv_backend"] = lazycv.backend()
                 else:
                     kernels = ""
-                t = wall_time(fn, args.repeats, inner)
+                with common.HostWatch() as watch:
+                    t = wall_time(fn, args.repeats, inner)
+                if name.startswith("lazycv"):
+                    print(f"[w1] {name} B={B}: host during the timed runs: {watch.as_dict()}")
+                    t.update(watch.as_dict())
                 out = fn()                   # check a call made after the timed ones too
                 sync()
                 err = max(err, peers.check(to_host(out), ref))

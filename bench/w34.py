@@ -65,6 +65,16 @@ def w3_reference(frame, rois):
     return np.stack(out)
 
 
+def w4_reference(frame):
+    """W4's three products by CPU OpenCV (the normalised one in float32 numpy, as W1's)."""
+    import cv2
+    thumb = cv2.resize(frame, (320, 180))
+    m = cv2.cvtColor(cv2.resize(frame, (640, 640)), cv2.COLOR_BGR2RGB).astype(np.float32)
+    m = ((m * np.float32(1 / 255) - np.array(MEAN, np.float32)) / np.array(STD, np.float32)).transpose(2, 0, 1)
+    gray = cv2.cvtColor(cv2.resize(frame, (960, 540)), cv2.COLOR_BGR2GRAY)
+    return thumb, m, gray
+
+
 def w3_torch_loop(frame, rois):
     import torch
     import torch.nn.functional as F
@@ -169,6 +179,13 @@ def main(argv=None):
         got = np.stack([np.stack([p.download() for p in o]) for o in outs])
         return float(np.abs(got - ref3).max())
 
+    ref4 = w4_reference(f1080)
+
+    def lazy_err4(outs):
+        thumb, planes, gray = outs
+        got = (thumb.download(), np.stack([p.download() for p in planes]), gray.download())
+        return max(float(np.abs(g.astype(np.float64) - r.astype(np.float64)).max()) for g, r in zip(got, ref4))
+
     def torch_err3(out):
         return float(np.abs(out.cpu().numpy() - ref3).max())
 
@@ -176,8 +193,8 @@ def main(argv=None):
                ("W3", "lazycv eager", lambda: w3_lazycv(f4k, rois, False), lazy_err3, w3_bytes),
                ("W3", "torch loop", lambda: w3_torch_loop(f4k, rois), torch_err3, w3_bytes),
                ("W3", "torchvision roi_align", lambda: w3_roi_align(f4k, rois), torch_err3, w3_bytes),
-               ("W4", "lazycv fused", lambda: w4_lazycv(f1080, True), None, w4_bytes),
-               ("W4", "lazycv eager", lambda: w4_lazycv(f1080, False), None, w4_bytes),
+               ("W4", "lazycv fused", lambda: w4_lazycv(f1080, True), lazy_err4, w4_bytes),
+               ("W4", "lazycv eager", lambda: w4_lazycv(f1080, False), lazy_err4, w4_bytes),
                ("W4", "torch", lambda: w4_torch(f1080), None, w4_bytes)]
     eager_ms = {}
     for wl, name, setup, err_fn, nbytes in entries:
@@ -191,7 +208,11 @@ def main(argv=None):
                 lazycv.reset_stats()
                 fn()
                 kernels = lazycv.stats()["kernels_launched"]
-            t = wall_time(fn, args.repeats, 5)
+            with common.HostWatch() as watch:
+                t = wall_time(fn, args.repeats, 5)
+            if name.startswith("lazycv"):
+                t.update(watch.as_dict())
+                print(f"[w34] {wl} {name}: host during the timed runs: {watch.as_dict()}")
             if err_fn:                       # check a call made after the timed ones too
                 out = fn()
                 sync()

@@ -335,16 +335,24 @@ class BatchSpec:
             if n == 1:
                 pre.append(f"{name} = {name}__0")
                 continue
-            pre.append(f"_{self.prefix}sel{vi} = TI[b, {self.int_cols[name + '_sel']}]")
-            for j in range(n):
-                head = f"if _{self.prefix}sel{vi} == {j}:" if j == 0 else \
-                    (f"elif _{self.prefix}sel{vi} == {j}:" if j < n - 1 else "else:")
-                pre += [head, f"    {name} = {name}__{j}"]
+            sel = f"_{self.prefix}sel{vi}"
+            pre.append(f"{sel} = TI[b, {self.int_cols[name + '_sel']}]")
+            pre += _select_tree(sel, name, 0, n)
         for k, slab in enumerate(self.outputs):
             o = f"{self.prefix}o{k}"
             params.append(slab)
             pre += [f"{o} = {slab}[TI[b, 3]]", f"{o}_y = 0", f"{o}_x = 0"]
         return pre, params
+
+
+def _select_tree(sel, name, lo, hi):
+    """Lines setting ``name`` to ``name__<sel>`` for sel in [lo, hi): a balanced tree of tests
+    (log2 of the choices deep; a chain of elifs would cost every thread up to n tests)."""
+    if hi - lo == 1:
+        return [f"{name} = {name}__{lo}"]
+    mid = (lo + hi) // 2
+    return ([f"if {sel} < {mid}:"] + ["    " + ln for ln in _select_tree(sel, name, lo, mid)]
+            + ["else:"] + ["    " + ln for ln in _select_tree(sel, name, mid, hi)])
 
 
 def generate_batched(kinds, frame, int_load="np.int32({})", spellings=None):

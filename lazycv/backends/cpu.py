@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..codegen import split_column_invariant
 from ..memory import BufferPool
 from .base import Backend
 
@@ -39,6 +40,7 @@ from numba import njit
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def kernel(Y0, Y1, MAXH, TI, TF, {params}):
+{init}
     for r in range(Y0, Y1):
         b = r // MAXH
         y = r - b * MAXH
@@ -67,33 +69,45 @@ class CpuBackend(Backend):
         """Row-invariant lines run once per row; column-invariant ones (a resize's column
         coordinates and weights) once per column into tables before the row loop (launches
         need W >= 1); the rest once per pixel."""
-        from ..codegen import split_column_invariant
-        prologue, columns = split_column_invariant(row_lines, lines) if self.column_tables else ([], [])
-        pre, body = [], list(lines)
-        if columns:
-            computed = {name for name, _ in columns}
-            body = [ln for ln in lines if _assigned(ln) not in computed]
-            used = set(_NAME.findall("\n".join(body)))
-            tabled = [name for name, _ in columns if name in used]
-            pre = prologue + ["x = 0"] + [ln for _, ln in columns]
-            pre += [f"_T{name} = np.full(W, {name})" for name in tabled]
-            pre += ["for x in range(1, W):"] + ["    " + ln for _, ln in columns]
-            pre += [f"    _T{name}[x] = {name}" for name in tabled]
-            body = [f"{name} = _T{name}[x]" for name in tabled] + body
-        return _FRAME.format(params=", ".join(params), columns=self.indent(pre, 4),
+        tables, body = self._column_tables(row_lines, lines)
+        if tables:
+            tables = split_column_invariant(row_lines, lines)[0] + tables
+        return _FRAME.format(params=", ".join(params), columns=self.indent(tables, 4),
                              row=self.indent(row_lines, 8) or "        pass", body=self.indent(body, 12))
 
+    def _column_tables(self, row_lines, lines):
+        """(lines filling per-column tables for x in [0, W), pixel lines reading them)."""
+        columns = split_column_invariant(row_lines, lines)[1] if self.column_tables else []
+        if not columns:
+            return [], list(lines)
+        computed = {name for name, _ in columns}
+        body = [ln for ln in lines if _assigned(ln) not in computed]
+        used = set(_NAME.findall("\n".join(body)))
+        tabled = [name for name, _ in columns if name in used]
+        tables = ["x = 0"] + [ln for _, ln in columns]
+        tables += [f"_T{name} = np.full(W, {name})" for name in tabled]
+        tables += ["for x in range(1, W):"] + ["    " + ln for _, ln in columns]
+        tables += [f"    _T{name}[x] = {name}" for name in tabled]
+        return tables, [f"{name} = _T{name}[x]" for name in tabled] + body
+
     def batched_frame(self, params, branches):
-        """Rows of all items; each item's kind selects its branch (one branch: no test)."""
-        out = []
+        """Rows of all items; each item's kind selects its branch (one branch: no test). A
+        branch's column tables are filled again whenever its rows move to another item."""
+        out, init = [], []
         for j, (pre, row_lines, lines) in enumerate(branches):
-            body = pre + row_lines + ["for x in range(W):"] + ["    " + ln for ln in lines]
+            tables, body_lines = self._column_tables(pre + row_lines, lines)
+            body = pre + row_lines
+            if tables:
+                init.append(f"_tb{j} = -1")
+                body += [f"if b != _tb{j}:"] + ["    " + ln for ln in tables] + [f"    _tb{j} = b"]
+            body += ["for x in range(W):"] + ["    " + ln for ln in body_lines]
             if len(branches) == 1:
                 out += body
             else:
                 out.append(("if" if j == 0 else "elif") + f" TI[b, 2] == {j}:")
                 out += ["    " + ln for ln in body]
-        return _BATCHED.format(params=", ".join(params), branches=self.indent(out, 8))
+        return _BATCHED.format(params=", ".join(params), init=self.indent(init, 4) or "    pass",
+                               branches=self.indent(out, 8))
 
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None):
         fn, rows = compiled.fn, n_items * max_h

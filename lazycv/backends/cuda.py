@@ -71,30 +71,35 @@ class CudaBackend(Backend):
         self._direct = {}
         self._tables = _TableStaging(cuda)
         self.buffers = BufferPool(lambda shape, dt: cuda.device_array(shape, dt),
-                                  lambda st: st.view(st.dtype),
+                                  (lambda st: st.view(st.dtype)) if simulator else _fresh_view,
                                   int(os.environ.get("LAZYCV_POOL_MB", 4096)) << 20,
                                   None if simulator else self._slab_items)
 
     def _slab_items(self, storage, n, slab):
-        """The 2-D item views of a 3-D slab, built directly: DeviceNDArray indexing costs
-        ~70 µs a call and even a plain constructor tens of µs, which a batch of hundreds of
-        items cannot afford. Item 0 is built properly; the others copy its attributes and get
-        their own memory view, with their packed launch parameters set (``_flatten_array``)."""
-        from numba.cuda.cudadrv.devicearray import DeviceNDArray
-        shape, strides, dt = storage.shape[1:], storage.strides[1:], storage.dtype
-        step = storage.strides[0]
-        mem = storage.gpu_data
-        first = DeviceNDArray(shape, strides, dt, gpu_data=mem.view(0, step))
-        first._lazycv_slab = slab              # the pool recycles the slab once every item is gone
-        items = [first]
-        state = {k: v for k, v in first.__dict__.items() if k not in _PER_ITEM}
-        base = first.device_ctypes_pointer.value or 0
-        flat = _flatten_array(first)
-        for b in range(1, n):
-            item = DeviceNDArray.__new__(DeviceNDArray)
+        """The 2-D item views of a 3-D slab, built without numba's constructor: DeviceNDArray
+        indexing costs ~70 µs a call and even a plain constructor tens of µs, which a batch of
+        hundreds of items cannot afford. The layout of one item is worked out once per storage
+        (a proper DeviceNDArray); each item copies it, gets its packed launch parameters
+        (``_flatten_array``), and builds its memory view only if something asks for it."""
+        cached = storage.__dict__.get("_lazycv_items")
+        if cached is None:
+            from numba.cuda.cudadrv.devicearray import DeviceNDArray
+            step = storage.strides[0]
+            mem = storage.gpu_data
+            first = DeviceNDArray(storage.shape[1:], storage.strides[1:], storage.dtype,
+                                  gpu_data=mem.view(0, step))
+            state = {k: v for k, v in first.__dict__.items() if k not in _PER_ITEM}
+            cached = storage._lazycv_items = (state, _flatten_array(first), step, mem)
+        state, flat, step, mem = cached
+        base, head, tail = flat[4], flat[:4], flat[5:]
+        item_cls = _slab_item_class()
+        items = []
+        for b in range(n):
+            item = item_cls.__new__(item_cls)
             item.__dict__.update(state)
-            item.gpu_data = mem.view(b * step, (b + 1) * step)
-            item._lazycv_params = flat[:4] + (base + b * step,) + flat[5:]
+            item._lazycv_mem = (mem, b * step, (b + 1) * step)
+            item._lazycv_params = head + (base + b * step,) + tail
+            item._lazycv_slab = slab          # the pool recycles the slab once every item is gone
             items.append(item)
         return items
 
@@ -242,8 +247,46 @@ class _TableStaging:
         return out
 
 
+def _fresh_view(storage):
+    """A new array object over pooled ``storage`` (what ``storage.view()`` returns, without
+    numba's constructor): the object's lifetime is what the pool tracks. Its launch
+    parameters are the storage's, worked out once."""
+    if "_lazycv_params" not in storage.__dict__:
+        _flatten_array(storage)
+    view = type(storage).__new__(type(storage))
+    view.__dict__.update({k: v for k, v in storage.__dict__.items() if k != "_lazycv_items"})
+    return view
+
+
+_SLAB_ITEM = None
+
+
+def _slab_item_class():
+    """A DeviceNDArray whose memory view (a numba MemoryPointer, several µs to build) is made on
+    first use: a packed launch reads the item's cached parameters and never needs it, so most
+    batch items never build one. Defined on first use (numba-cuda is imported lazily)."""
+    global _SLAB_ITEM
+    if _SLAB_ITEM is None:
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        class SlabItem(DeviceNDArray):
+            @property
+            def gpu_data(self):
+                mem = self.__dict__.get("_gpu_data")
+                if mem is None:
+                    slab_mem, start, stop = self._lazycv_mem
+                    mem = self.__dict__["_gpu_data"] = slab_mem.view(start, stop)
+                return mem
+
+            @gpu_data.setter
+            def gpu_data(self, mem):
+                self.__dict__["_gpu_data"] = mem
+        _SLAB_ITEM = SlabItem
+    return _SLAB_ITEM
+
+
 # attributes of a DeviceNDArray that name its memory (the rest describe the layout and are shared)
-_PER_ITEM = ("gpu_data", "_strided_memory_view_shim", "_lazycv_params")
+_PER_ITEM = ("gpu_data", "_gpu_data", "_strided_memory_view_shim", "_lazycv_params", "_lazycv_mem")
 
 
 class _NotPackable(Exception):
