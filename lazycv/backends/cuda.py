@@ -166,20 +166,43 @@ class CudaBackend(Backend):
     def _full_rows(buf, c0, ncols):
         return c0 == 0 and ncols == buf.shape[1]
 
+    def _rows_at(self, buf, y0, rows):
+        """A device pointer to whole rows ``y0 .. y0 + rows`` of a dense buffer, for numba's
+        copy functions (slicing a DeviceNDArray and ``copy_to_*``'s own checks build several
+        array views per call, tens of µs); None when ``buf`` has padded rows."""
+        if self.simulator or buf.strides[0] != buf.shape[1] * buf.dtype.itemsize:
+            return None
+        flat = buf.__dict__.get("_lazycv_params")
+        base = flat[4] if flat is not None else (buf.device_ctypes_pointer.value or 0)
+        return _DevicePointer(base + y0 * buf.strides[0])
+
     def upload(self, buf, y0, c0, arr2d, stream=None):
         """Direct copy when the region is whole rows; otherwise the runtime stages it."""
         if not self._full_rows(buf, c0, arr2d.shape[1]):
             return False
+        arr2d = np.ascontiguousarray(arr2d, dtype=buf.dtype)
+        dst = self._rows_at(buf, y0, arr2d.shape[0])
+        if dst is not None:
+            from numba.cuda.cudadrv import driver
+            if arr2d.nbytes:
+                driver.host_to_device(dst, arr2d, arr2d.nbytes, stream or 0)
+            return True
         dst = buf[y0:y0 + arr2d.shape[0]]
         if stream is None:
-            dst.copy_to_device(np.ascontiguousarray(arr2d))
+            dst.copy_to_device(arr2d)
         else:
-            dst.copy_to_device(np.ascontiguousarray(arr2d), stream=stream)
+            dst.copy_to_device(arr2d, stream=stream)
         return True
 
     def download(self, buf, y0, c0, rows, ncols, out2d, stream=None):
         if not self._full_rows(buf, c0, ncols):
             return False
+        src = self._rows_at(buf, y0, rows) if out2d.flags.c_contiguous and out2d.dtype == buf.dtype else None
+        if src is not None:
+            from numba.cuda.cudadrv import driver
+            if out2d.nbytes:
+                driver.device_to_host(out2d, src, out2d.nbytes, stream or 0)
+            return True
         src = buf[y0:y0 + rows]
         if stream is None:
             src.copy_to_host(out2d)
@@ -205,6 +228,16 @@ class CudaBackend(Backend):
         return self.cuda.as_cuda_array(obj)
 
 
+class _DevicePointer:
+    """A raw device address in the form numba's driver copy functions accept."""
+    __cuda_memory__ = True
+    __slots__ = ("device_ctypes_pointer",)
+
+    def __init__(self, address):
+        import ctypes
+        self.device_ctypes_pointer = ctypes.c_void_p(address)
+
+
 class _TableStaging:
     """Asynchronous upload of a batched launch's per-item tables.
 
@@ -223,6 +256,7 @@ class _TableStaging:
         self.next = 0
 
     def upload(self, arrays, pool, stream=None):
+        from numba.cuda.cudadrv import driver
         cuda = self.cuda
         stream = stream or cuda.default_stream()
         slot = self.slots[self.next]
@@ -238,7 +272,9 @@ class _TableStaging:
             staged = host[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
             staged[...] = a
             dev = pool.alloc(a.shape, a.dtype)
-            dev.copy_to_device(staged, stream=stream)
+            # the driver call itself: DeviceNDArray.copy_to_device builds two array views per
+            # call for its checks (~tens of µs), more than the copy
+            driver.host_to_device(dev, staged, a.nbytes, stream)
             out.append(dev)
             off += size
         if event is None:
