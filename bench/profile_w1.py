@@ -58,8 +58,8 @@ def main():
             finally:
                 stages[name] = stages.get(name, 0.0) + time.perf_counter() - t0
         setattr(mod, name, wrapper)
-    for mod, name in [(plancache, "encode"), (plancache, "_thaw"), (runtime, "_launch_batch"),
-                      (runtime, "_finish_kernel"), (runtime, "execute"), (runtime, "walk")]:
+    for mod, name in [(runtime, "Graph"), (plancache, "_thaw"), (runtime, "_launch_batch"),
+                      (runtime, "_finish_kernel"), (runtime, "execute")]:
         timed(mod, name)
     be = lazycv.runtime.STATE.backend
     timed(type(be), "launch_batched")

@@ -2,7 +2,7 @@
 
 Video code records the same calls every frame (and a loop over frames or ROIs records the same
 chain many times), so planning — the walk, the fusion partition, the kernel layouts and their
-batching — would redo identical work each flush. A flush is *encoded* as the post-order list of
+batching — would redo identical work each flush. A flush is *encoded* (:class:`Graph`) as the post-order list of
 its pending nodes, each a token of everything the planner looks at (op, static parameters,
 type, size, the depth-cut flag, which earlier values it reads), sources as tokens of their type,
 size and which buffer they read (buffers numbered in first-seen order, so "the same frame" and
@@ -19,40 +19,57 @@ from .ir import resolved
 CAPACITY = 128
 
 
-def encode(values, by_node, fuse):
-    """(key, values by position, position by id) of the graph computing ``values``; None when a
-    sink is not a pending node (the planner's own path handles those)."""
-    objs, pos, bufs, tokens = [], {}, {}, []
-    stack = [(v, False) for v in reversed(values)]
-    while stack:                                   # iterative post-order, like ir.walk
-        v, expanded = stack.pop()
-        if id(v) in pos:
-            continue
-        if not expanded:
-            stack.append((v, True))
-            for i in reversed(v.inputs):
-                i = resolved(i)
-                if id(i) not in pos:
-                    if i.is_source:
-                        pos[id(i)] = len(objs)
-                        objs.append(i)
-                        b = bufs.setdefault(id(i.buf), len(bufs))
-                        tokens.append((b, i.depth, i.cn, i.rows, i.cols))
-                    else:
-                        stack.append((i, False))
-            continue
-        refs = tuple(pos[id(resolved(i))] for i in v.inputs)
-        pos[id(v)] = len(objs)
-        objs.append(v)
-        tokens.append((v.op, v.static, v.depth, v.cn, v.rows, v.cols,
-                       v.height % planner.DEPTH_CUT == planner.DEPTH_CUT - 1, refs))
-    sinks = []
-    for v in values:
-        p = pos.get(id(v))
-        if p is None or v.is_source:
-            return None
-        sinks.append((p, any(m._alloc is not None for m in by_node.get(id(v), ()))))
-    return (fuse, tuple(tokens), tuple(sinks)), objs, pos
+class Graph:
+    """The pending graph below some roots, encoded: ``objs`` (values by position, post-order),
+    ``pos`` (position by id), ``tokens`` (one per position) and ``consumed`` (positions some
+    node reads). A flush encodes its live results once: the same walk finds the sinks and
+    keys the plan cache."""
+    __slots__ = ("objs", "pos", "tokens", "consumed")
+
+    def __init__(self, roots):
+        objs, pos, bufs, tokens, consumed = [], {}, {}, [], set()
+        cut, depth_cut = planner.DEPTH_CUT - 1, planner.DEPTH_CUT
+        stack = [(v, False) for v in reversed(roots)]
+        while stack:                               # iterative post-order, like ir.walk
+            v, expanded = stack.pop()
+            if id(v) in pos:
+                continue
+            if v.is_source or v.result is not None:
+                continue                           # computed: its mat adopts the result
+            if not expanded:
+                stack.append((v, True))
+                for i in reversed(v.inputs):
+                    i = resolved(i)
+                    if id(i) not in pos:
+                        if i.is_source:
+                            pos[id(i)] = len(objs)
+                            objs.append(i)
+                            b = bufs.setdefault(id(i.buf), len(bufs))
+                            tokens.append((b, i.depth, i.cn, i.rows, i.cols))
+                        else:
+                            stack.append((i, False))
+                continue
+            refs = tuple([pos[id(resolved(i))] for i in v.inputs])
+            consumed.update(refs)
+            pos[id(v)] = len(objs)
+            objs.append(v)
+            tokens.append((v.op, v.static, v.depth, v.cn, v.rows, v.cols, v.height % depth_cut == cut, refs))
+        self.objs, self.pos, self.tokens, self.consumed = objs, pos, tokens, consumed
+
+    def is_consumed(self, node):
+        p = self.pos.get(id(node))
+        return p is not None and p in self.consumed
+
+    def key(self, values, by_node, fuse):
+        """The plan-cache key for computing ``values``; None when one is not a pending node of
+        this graph (the planner's own path handles those)."""
+        sinks = []
+        for v in values:
+            p = self.pos.get(id(v))
+            if p is None or v.is_source:
+                return None
+            sinks.append((p, any(m._alloc is not None for m in by_node.get(id(v), ()))))
+        return fuse, tuple(self.tokens), tuple(sinks)
 
 
 class _Plan:
@@ -93,12 +110,15 @@ class PlanCache:
         self._plans = OrderedDict()
         self.hits = 0
 
-    def plan(self, values, by_node, fuse, build):
-        """(kernels, phases) for ``values``; ``build()`` plans from scratch on a miss."""
-        enc = encode(values, by_node, fuse)
-        if enc is None:
+    def plan(self, values, by_node, fuse, build, graph=None):
+        """(kernels, phases) for ``values``; ``build()`` plans from scratch on a miss. ``graph``
+        is the flush's encoded pending graph (encoded here when not given)."""
+        if graph is None:
+            graph = Graph(values)
+        key = graph.key(values, by_node, fuse)
+        if key is None:
             return build()
-        key, objs, pos = enc
+        objs, pos = graph.objs, graph.pos
         plan = self._plans.get(key)
         if plan is not None:
             self._plans.move_to_end(key)

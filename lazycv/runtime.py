@@ -24,7 +24,7 @@ import numpy as np
 from . import backends, codegen, planner
 from ._types import DEPTH_DTYPE
 from .ir import Allocation, Source, resolved, source_bufs, walk
-from .plancache import PlanCache
+from .plancache import Graph, PlanCache
 
 STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "cache_hits",
              "fallbacks", "bytes_h2d", "bytes_d2h", "flushes", "plan_hits")
@@ -222,18 +222,15 @@ def flush(requested=()):
         STATE.since_flush = 0
         if not mats:
             return
-        consumed = set()
-        for n in walk([m._node for m in mats]):
-            for i in n.inputs:
-                consumed.add(id(resolved(i)))
+        graph = Graph([m._node for m in mats])
         req = {id(m) for m in requested}
         sinks = [m for m in mats
-                 if id(m) in req or m._alloc is not None or id(m._node) not in consumed]
+                 if id(m) in req or m._alloc is not None or not graph.is_consumed(m._node)]
         if not sinks:
             return
         STATE.stats["flushes"] += 1
         try:
-            execute(sinks)
+            execute(sinks, graph)
         except BaseException:
             failed = {id(m) for m in sinks if m._node is not None}
             STATE.pending = [r for r in STATE.pending if id(r()) not in failed]
@@ -248,7 +245,7 @@ def _output_region(mat):
     return mat._alloc, mat._y0, mat._x0
 
 
-def execute(sinks):
+def execute(sinks, graph=None):
     """Plan and launch the kernels computing ``sinks`` (pending GpuMats).
 
     Kernels of one phase with the same signature (the same chain over different ROIs, frames or
@@ -278,7 +275,7 @@ def execute(sinks):
         kernels = planner.plan(values, STATE.fuse)
         return kernels, launch_plan(kernels, by_node)
     hits = STATE.plans.hits
-    kernels, phases = STATE.plans.plan(values, by_node, STATE.fuse, build)
+    kernels, phases = STATE.plans.plan(values, by_node, STATE.fuse, build, graph)
     STATE.stats["plan_hits"] += STATE.plans.hits - hits
     if debug_level() >= 1:
         from .report import explain_plan
