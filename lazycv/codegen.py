@@ -43,15 +43,15 @@ class KernelLayout:
     pending node an *input*: an earlier phase's output, read from memory like a source (its
     buffer is known only once that phase has run; :meth:`source` resolves it at launch).
     """
-    __slots__ = ("values", "index", "signature", "outputs", "inputs")
+    __slots__ = ("values", "_index", "signature", "outputs", "inputs")
 
     def __init__(self, outputs, members=None):
-        self.values, self.index, self.inputs = [], {}, []
+        self.values, self._index, self.inputs = [], {}, []
         sig = []
         stack = [(resolved(v), False) for v, _ in reversed(outputs)]
         while stack:
             v, expanded = stack.pop()
-            if id(v) in self.index:
+            if id(v) in self._index:
                 continue
             if v.is_source or (members is not None and id(v) not in members):
                 self.inputs.append(len(self.values))
@@ -61,17 +61,25 @@ class KernelLayout:
                 stack.append((v, True))
                 for i in reversed(v.inputs):
                     i = resolved(i)
-                    if id(i) not in self.index:
+                    if id(i) not in self._index:
                         stack.append((i, False))
                 continue
-            ins = tuple(self.index[id(resolved(i))] for i in v.inputs)
+            ins = tuple(self._index[id(resolved(i))] for i in v.inputs)
             self._add(v, sig, (v.op.name, v.static, v.depth, v.cn, ins))
-        self.outputs = [(self.index[id(resolved(v))], cut) for v, cut in outputs]
+        self.outputs = [(self._index[id(resolved(v))], cut) for v, cut in outputs]
         sig.append(tuple((i, self.values[i].depth, self.values[i].cn) for i, _ in self.outputs))
         self.signature = tuple(sig)
 
+    @property
+    def index(self):
+        """Value index by id (built on first use for a rebuilt layout: only code generation
+        needs it, and a cached plan's kernels are usually compiled already)."""
+        if self._index is None:
+            self._index = {id(v): i for i, v in enumerate(self.values)}
+        return self._index
+
     def _add(self, v, sig, key):
-        self.index[id(v)] = len(self.values)
+        self._index[id(v)] = len(self.values)
         self.values.append(v)
         sig.append(key)
 
@@ -80,7 +88,7 @@ class KernelLayout:
         """A layout for new values of a known structure (the plan cache), without the walk."""
         lay = cls.__new__(cls)
         lay.values, lay.signature, lay.outputs, lay.inputs = values, signature, outputs, inputs
-        lay.index = {id(v): i for i, v in enumerate(values)}
+        lay._index = None
         return lay
 
     def source(self, vi):
