@@ -8,6 +8,9 @@ A *value* is either a :class:`Source` (a region of memory that already holds dat
 ``Node.dyn`` is the run-time parameters (scalars, sizes, offsets): kernel arguments, so a new
 frame size or mean value never recompiles.
 """
+import itertools
+
+_RECORDED = itertools.count()
 
 
 class Allocation:
@@ -53,10 +56,11 @@ class Node:
     """One recorded op. ``result`` is set once the node has been computed into memory, so other
     pending consumers read it rather than computing it again."""
     __slots__ = ("op", "inputs", "static", "dyn", "rows", "cols", "depth", "cn", "result",
-                 "height", "__weakref__")
+                 "height", "seq", "__weakref__")
     is_source = False
 
     def __init__(self, op, inputs, static, dyn, rows, cols, depth, cn):
+        self.seq = next(_RECORDED)     # recording order: every input has a smaller number
         self.op, self.inputs, self.static, self.dyn = op, inputs, static, dyn
         self.rows, self.cols, self.depth, self.cn = rows, cols, depth, cn
         self.result = None

@@ -11,12 +11,14 @@ Scalars, ROI offsets and pointers are not in the key: they are kernel arguments,
 the new nodes at launch. On a hit the cached plan, stored as positions in that list, is rebuilt
 over the new values without planning.
 """
+import operator
 from collections import OrderedDict
 
 from . import codegen, planner
 from .ir import resolved
 
 CAPACITY = 128
+_SEQ = operator.attrgetter("seq")
 
 
 class Graph:
@@ -27,29 +29,34 @@ class Graph:
     __slots__ = ("objs", "pos", "tokens", "consumed")
 
     def __init__(self, roots):
+        # the pending nodes below the roots; nodes are numbered as they are recorded and an
+        # input is always recorded before its consumer, so that order is a topological one
+        seen, nodes = set(), []
+        stack = [v for v in roots if not v.is_source and v.result is None]
+        while stack:
+            v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            nodes.append(v)
+            for i in v.inputs:
+                if not i.is_source and i.result is None and id(i) not in seen:
+                    stack.append(i)
+        nodes.sort(key=_SEQ)
         objs, pos, bufs, tokens, consumed = [], {}, {}, [], set()
         cut, depth_cut = planner.DEPTH_CUT - 1, planner.DEPTH_CUT
-        stack = [(v, False) for v in reversed(roots)]
-        while stack:                               # iterative post-order, like ir.walk
-            v, expanded = stack.pop()
-            if id(v) in pos:
-                continue
-            if v.is_source or v.result is not None:
-                continue                           # computed: its mat adopts the result
-            if not expanded:
-                stack.append((v, True))
-                for i in reversed(v.inputs):
-                    i = resolved(i)
-                    if id(i) not in pos:
-                        if i.is_source:
-                            pos[id(i)] = len(objs)
-                            objs.append(i)
-                            b = bufs.setdefault(id(i.buf), len(bufs))
-                            tokens.append((b, i.depth, i.cn, i.rows, i.cols))
-                        else:
-                            stack.append((i, False))
-                continue
-            refs = tuple([pos[id(resolved(i))] for i in v.inputs])
+        for v in nodes:
+            refs = []
+            for i in v.inputs:
+                if not i.is_source and i.result is not None:
+                    i = i.result                   # computed earlier: read from memory
+                p = pos.get(id(i))
+                if p is None:                      # a source seen for the first time
+                    p = pos[id(i)] = len(objs)
+                    objs.append(i)
+                    tokens.append((bufs.setdefault(id(i.buf), len(bufs)), i.depth, i.cn, i.rows, i.cols))
+                refs.append(p)
+            refs = tuple(refs)
             consumed.update(refs)
             pos[id(v)] = len(objs)
             objs.append(v)

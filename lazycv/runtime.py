@@ -397,28 +397,31 @@ def _launch_batch(kinds, by_node):
     binds = [_bind_kind(members) for members in kinds]
     compiled = STATE.kernel_cache().get_batched(
         [(members[0][1], sh, ns) for members, (sh, ns, _) in zip(kinds, binds)], STATE.stats)
-    n_int = max(spec.n_int for spec in compiled.specs)
-    n_float = max([1] + [len(spec.float_cols) for spec in compiled.specs])
-    ti_rows, tf_rows, args, results = [], [], [], []
+    n_items = sum(len(members) for members in kinds)
+    ti = np.zeros((n_items, max(spec.n_int for spec in compiled.specs)), np.int64)
+    tf = np.zeros((n_items, max([1] + [len(spec.float_cols) for spec in compiled.specs])), np.float64)
+    args, results, b0 = [], [], 0
     for j, (members, (shared, nsel, distinct)) in enumerate(zip(kinds, binds)):
         spec, layout0 = compiled.specs[j], members[0][1]
-        src_fetch, int_fetch, float_fetch = spec.src_fetch, spec.int_fetch, spec.float_fetch
-        for local, (k, lay) in enumerate(members):
-            row = [k.rows, k.cols, j, local] + [0] * (n_int - 4)
-            frow = [0.0] * n_float
-            values = lay.values
-            for vi, cy, cx, csel in src_fetch:
-                v = lay.source(vi)
-                row[cy] = v.y0
-                row[cx] = v.x0
-                if csel >= 0:
-                    row[csel] = distinct[vi][1][id(v.buf)]
-            for vi, kk, col in int_fetch:
-                row[col] = int(values[vi].dyn[kk])
-            for vi, kk, col, kind in float_fetch:
-                frow[col] = float(_CONVERT[kind](values[vi].dyn[kk]))
-            ti_rows.append(row)
-            tf_rows.append(frow)
+        # the tables a column at a time: one list per parameter over the kind's items
+        b1 = b0 + len(members)
+        ti[b0:b1, 0] = [k.rows for k, _ in members]
+        ti[b0:b1, 1] = [k.cols for k, _ in members]
+        ti[b0:b1, 2] = j
+        ti[b0:b1, 3] = np.arange(len(members))
+        for vi, cy, cx, csel in spec.src_fetch:
+            srcs = [lay.source(vi) for _, lay in members]
+            ti[b0:b1, cy] = [v.y0 for v in srcs]
+            ti[b0:b1, cx] = [v.x0 for v in srcs]
+            if csel >= 0:
+                slot = distinct[vi][1]
+                ti[b0:b1, csel] = [slot[id(v.buf)] for v in srcs]
+        for vi, kk, col in spec.int_fetch:
+            ti[b0:b1, col] = [int(lay.values[vi].dyn[kk]) for _, lay in members]
+        for vi, kk, col, kind in spec.float_fetch:
+            vals = np.array([lay.values[vi].dyn[kk] for _, lay in members], np.float64)
+            tf[b0:b1, col] = vals.astype(np.float32) if kind == "f32" else vals   # f32: round once
+        b0 = b1
         for name, vi, how, n in spec.arrays:
             if how == "shared":
                 args.append(layout0.source(vi).buf)
@@ -434,9 +437,7 @@ def _launch_batch(kinds, by_node):
             args.append(slab)
             item_bufs.append(items)
         results.append((members, item_bufs))
-    ti = np.array(ti_rows, np.int64)
-    tf = np.array(tf_rows, np.float64)
-    be.launch_batched(compiled, len(ti_rows), int(ti[:, 0].max()), int(ti[:, 1].max()), ti, tf, args)
+    be.launch_batched(compiled, n_items, int(ti[:, 0].max()), int(ti[:, 1].max()), ti, tf, args)
     STATE.stats["kernels_launched"] += 1
     for members, item_bufs in results:
         for local, (k, lay) in enumerate(members):
