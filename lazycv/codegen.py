@@ -108,6 +108,7 @@ class Emitter:
         self.params = ["H", "W"]
         self.recipe = []            # how to fetch each parameter after H, W at launch
         self._memo = {}
+        self._exprs = {}
         self._named = {}
         self._n = 0
         self.source_reads = {}      # value index -> True when every read is at (y, x)
@@ -119,9 +120,16 @@ class Emitter:
         return self.spellings[name].format(expr)
 
     def let(self, expr, prefix="t"):
+        """A new name for ``expr``, or the name an identical expression already has: the body
+        is straight-line code that assigns every name once and loads before it stores, so equal
+        text is an equal value (a resize's four taps share their row and column offsets)."""
+        name = self._exprs.get(expr)
+        if name is not None:
+            return name
         self._n += 1
         name = f"_{self.p}{prefix}{self._n}"   # "_" keeps temporaries apart from argument names
         self.lines.append(f"{name} = {expr}")
+        self._exprs[expr] = name
         return name
 
     def use_function(self, name, fn, fingerprint):

@@ -53,6 +53,7 @@ def kernel(Y0, Y1, MAXH, TI, TF, {params}):
 
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
+_CHEAP = re.compile(r"^[\w\s+\-*()]*$")        # names, integers, + - * and parentheses
 
 
 def _assigned(line):
@@ -80,10 +81,16 @@ class CpuBackend(Backend):
         columns = split_column_invariant(row_lines, lines)[1] if self.column_tables else []
         if not columns:
             return [], list(lines)
-        computed = {name for name, _ in columns}
+        # a column line that is plain integer arithmetic on x and loop-invariant names (an
+        # output's column offset) is cheaper to recompute than to load: it stays in the loop
+        column_names = {name for name, _ in columns}
+        kept = {name for name, ln in columns
+                if _CHEAP.match(ln.partition(" = ")[2])
+                and not set(_NAME.findall(ln.partition(" = ")[2])) & column_names}
+        computed = column_names - kept
         body = [ln for ln in lines if _assigned(ln) not in computed]
         used = set(_NAME.findall("\n".join(body)))
-        tabled = [name for name, _ in columns if name in used]
+        tabled = [name for name, _ in columns if name in used and name in computed]
         tables = ["x = 0"] + [ln for _, ln in columns]
         tables += [f"_T{name} = np.full(W, {name})" for name in tabled]
         tables += ["for x in range(1, W):"] + ["    " + ln for _, ln in columns]
