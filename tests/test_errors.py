@@ -10,7 +10,7 @@ import pytest
 import lazycv
 from lazycv.ops import convert as convert_ops
 
-from .conftest import assert_close, rand_image, upload
+from .conftest import SIM, assert_close, rand_image, upload
 
 
 def raises_naming(op, fn):
@@ -319,3 +319,14 @@ def test_threads_share_a_source_and_write_into_own_dst(rng):
     assert not any(t.is_alive() for t in threads), "a thread did not finish (deadlock?)"
     assert not errors, f"{len(errors)} thread(s) failed; first: {errors[0]!r}"
     assert_close(shared.download(), src, 0, what="the shared source")
+
+
+@pytest.mark.sim
+def test_unknown_launch_mode_is_a_clear_error(monkeypatch):
+    """LAZYCV_LAUNCH names the CUDA launch path; a typo fails when the backend starts."""
+    if not SIM:
+        pytest.skip("builds a CUDA backend: runs in the simulator pass")
+    from lazycv.backends.cuda import CudaBackend
+    monkeypatch.setenv("LAZYCV_LAUNCH", "fastest")
+    with pytest.raises(ValueError, match="LAZYCV_LAUNCH must be packed, overload or dispatcher"):
+        CudaBackend(simulator=True)

@@ -192,3 +192,41 @@ def test_explain_reports_the_batched_launch(rng):
     text = lazycv.explain(*[p for planes in outs for p in planes])
     assert "10 kernel(s), run as 1 launch(es) after horizontal batching" in text
     assert lazycv.stats()["kernels_launched"] == 0
+
+
+@pytest.mark.sim
+def test_items_of_different_output_sizes_share_a_launch_and_stay_exact(rng):
+    """One chain, each item resized to its own size: a single launch in which per-item column
+    coordinates (the CPU backend's per-column tables) follow each item's width and scale."""
+    frame = rand_image(rng, 20, 26, 3, np.uint8)
+    gpu = upload(frame)
+    rois = random_rois(rng, 7, 20, 26)
+    sizes = [(3 + i, 2 + (i * 3) % 5) for i in range(len(rois))]
+    outs = []
+    for (x, y, w, h), size in zip(rois, sizes):
+        crop = cv2.cuda_GpuMat(gpu, (x, y, w, h))
+        outs.append(cv2.cuda.resize(cv2.cuda.resize(crop, size, interpolation=cv2.INTER_NEAREST), (4, 3)))
+    lazycv.materialize(*outs)
+    assert lazycv.stats()["kernels_launched"] == 1     # NEAREST is one tap: it fuses in
+    for (x, y, w, h), size, out in zip(rois, sizes, outs):
+        crop = np.ascontiguousarray(frame[y:y + h, x:x + w])
+        ref = cv2.resize(cv2.resize(crop, size, interpolation=cv2.INTER_NEAREST), (4, 3))
+        assert_close(out.download(), ref, 1, what=f"crop {(x, y, w, h)} -> {size}")
+
+
+@pytest.mark.sim
+def test_second_phase_reads_first_phase_items_of_different_sizes(rng):
+    """resize(resize(crop)): the inner LINEAR resizes (one size per item) are written in one
+    launch, the outer ones read each item's own output in a second launch."""
+    frame = rand_image(rng, 20, 26, 3, np.uint8)
+    gpu = upload(frame)
+    rois = random_rois(rng, 5, 20, 26)
+    sizes = [(5 + i, 4 + i % 3) for i in range(len(rois))]
+    outs = [cv2.cuda.resize(cv2.cuda.resize(cv2.cuda_GpuMat(gpu, roi), size), (4, 3))
+            for roi, size in zip(rois, sizes)]
+    lazycv.materialize(*outs)
+    assert lazycv.stats()["kernels_launched"] == 2
+    for (x, y, w, h), size, out in zip(rois, sizes, outs):
+        crop = np.ascontiguousarray(frame[y:y + h, x:x + w])
+        assert_close(out.download(), cv2.resize(cv2.resize(crop, size), (4, 3)), 1,
+                     what=f"crop {(x, y, w, h)} -> {size}")
