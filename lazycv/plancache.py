@@ -2,8 +2,9 @@
 
 Video code records the same calls every frame (and a loop over frames or ROIs records the same
 chain many times), so planning — the walk, the fusion partition, the kernel layouts and their
-batching — would redo identical work each flush. A flush is *encoded* (:class:`Graph`) as the post-order list of
-its pending nodes, each a token of everything the planner looks at (op, static parameters,
+batching — would redo identical work each flush. A flush is *encoded* (:class:`Graph`) as the
+list of its pending nodes in recording order (a topological order), each a token of everything
+the planner looks at (op, static parameters,
 type, size, the depth-cut flag, which earlier values it reads), sources as tokens of their type,
 size and which buffer they read (buffers numbered in first-seen order, so "the same frame" and
 "different frames" plan differently), and the sinks with whether each writes into user memory.
@@ -15,14 +16,13 @@ import operator
 from collections import OrderedDict
 
 from . import codegen, planner
-from .ir import resolved
 
 CAPACITY = 128
 _SEQ = operator.attrgetter("seq")
 
 
 class Graph:
-    """The pending graph below some roots, encoded: ``objs`` (values by position, post-order),
+    """The pending graph below some roots, encoded: ``objs`` (values by position, inputs first),
     ``pos`` (position by id), ``tokens`` (one per position) and ``consumed`` (positions some
     node reads). A flush encodes its live results once: the same walk finds the sinks and
     keys the plan cache."""

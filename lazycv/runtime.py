@@ -23,7 +23,7 @@ import numpy as np
 
 from . import backends, codegen, planner
 from ._types import DEPTH_DTYPE
-from .ir import Allocation, Source, resolved, source_bufs, walk
+from .ir import Allocation, Source, source_bufs
 from .plancache import Graph, PlanCache
 
 STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "cache_hits",

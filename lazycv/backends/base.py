@@ -1,5 +1,4 @@
 """What the runtime needs from a backend, and the pieces the backends share."""
-import os
 import sys
 
 

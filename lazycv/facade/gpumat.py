@@ -8,7 +8,7 @@ import numpy as np
 from .. import runtime
 from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, make_type, split_type, type_name
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
-from ..ir import Allocation, Node, Source
+from ..ir import Allocation, Source
 from ..ops.convert import convert_to
 from ..ops.core import copy_to, crop_node, set_to
 from ..runtime import STATE

@@ -12,7 +12,7 @@ import functools
 
 import cv2
 
-from .._types import DEPTH_RANGE, is_float
+from .._types import is_float
 from ..errors import StsBadArg, StsUnmatchedFormats, cv_error
 from .base import OpDef, saturate
 from .common import (check_same, cuda_api, depth_arg, gpumat_cls, is_scalar_like, node, result,

@@ -4,7 +4,7 @@ import cv2
 from .._types import MAX_CHANNELS
 from ..errors import StsBadArg, StsUnmatchedFormats, cv_error
 from .base import OpDef
-from .common import check_same, check_stream, cuda_api, gpumat_cls, node, result, src_mat
+from .common import check_same, check_stream, cuda_api, node, result, src_mat
 
 
 class Channel(OpDef):

@@ -3,7 +3,7 @@ colour code falls back to CPU OpenCV (correct, counted as a fallback)."""
 import cv2
 
 from .._types import DEPTH_ALPHA, is_float
-from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
+from ..errors import StsBadArg, cv_error
 from .base import OpDef
 from .common import check_channels, check_depth, cuda_api, node, result, src_mat
 from .fallback import cpu_fallback

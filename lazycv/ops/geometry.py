@@ -7,7 +7,6 @@ scale`` for LINEAR. NEAREST is ``floor(dst * scale)`` in both.
 """
 import cv2
 
-from .._types import is_float
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, cv_error
 from ..runtime import STATE
 from .base import OpDef, saturate
