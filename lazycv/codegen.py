@@ -99,10 +99,9 @@ class KernelLayout:
 class Emitter:
     """The context ops emit into: fresh names, kernel arguments, and reads of other values."""
 
-    def __init__(self, layout, prefix="", int_load="np.int32({})", spellings=None):
+    def __init__(self, layout, prefix="", spellings=None):
         self.layout = layout
-        self.int_load = int_load    # how an integer pixel is loaded (see Backend.int_load)
-        self.spellings = spellings or Backend.spellings
+        self.spellings = spellings or Backend.spellings   # target-specific forms (Backend.spellings)
         self.p = prefix             # keeps the names of several kernels in one launch apart
         self.lines = []
         self.params = ["H", "W"]
@@ -182,7 +181,7 @@ class Emitter:
             self.source_reads[vi] = self.source_reads.get(vi, True) and base
             row = self.let(f"{s}_y + {y}", "r")
             col = self.let(f"({s}_x + {x}) * {value.cn}", "c")
-            load = "{}" if is_float(value.depth) else self.int_load
+            load = "{}" if is_float(value.depth) else self.spellings["int_load"]
             got = [self.let(load.format(f"{s}[{row}, {col} + {c}]"), "v") for c in range(value.cn)]
         else:
             exprs = value.op.emit(self, value, y, x)
@@ -201,9 +200,9 @@ class Compiled:
         self.n_outputs, self.source_reads, self.name = n_outputs, source_reads, name
 
 
-def emit_body(layout, prefix="", int_load="np.int32({})", spellings=None):
+def emit_body(layout, prefix="", spellings=None):
     """The straight-line per-pixel body for ``layout`` (names H, W, y, x, parameters free)."""
-    em = Emitter(layout, prefix, int_load, spellings)
+    em = Emitter(layout, prefix, spellings)
     p = prefix
     outs = []
     for vi, _ in layout.outputs:
@@ -222,6 +221,17 @@ def emit_body(layout, prefix="", int_load="np.int32({})", spellings=None):
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*) = (.*)$")
+
+
+def names(text):
+    """The identifiers ``text`` mentions."""
+    return set(_NAME.findall(text))
+
+
+def assigned(line):
+    """The name a generated line assigns (None for a store into an array or a control line)."""
+    m = _ASSIGN.match(line)
+    return m.group(1) if m else None
 
 
 def split_row_invariant(lines, pixel_var="x"):
@@ -251,16 +261,17 @@ def split_column_invariant(row_lines, lines):
             varying.add(m.group(1))
         elif m:
             prologue.append(ln)
-    columns = []
+    columns, column_names = [], {"x"}
     for ln in lines:
         m = _ASSIGN.match(ln)
         if not m:
             continue
-        if set(_NAME.findall(m.group(2))) & varying:
+        reads = names(m.group(2))
+        if reads & varying:
             varying.add(m.group(1))
-        elif "x" in set(_NAME.findall(m.group(2))) or any(
-                c in set(_NAME.findall(m.group(2))) for c, _ in columns):
+        elif reads & column_names:
             columns.append((m.group(1), ln))
+            column_names.add(m.group(1))
         else:
             prologue.append(ln)
     return prologue, columns
@@ -276,9 +287,9 @@ def _with_header(em, source, signature):
     return header + source
 
 
-def generate(layout, frame, int_load="np.int32({})", spellings=None):
+def generate(layout, frame, spellings=None):
     """Emit the body for ``layout`` and wrap it in the backend's kernel ``frame``."""
-    em = emit_body(layout, int_load=int_load, spellings=spellings)
+    em = emit_body(layout, spellings=spellings)
     return em, _with_header(em, frame(em.params, *split_row_invariant(em.lines)), layout.signature)
 
 
@@ -371,12 +382,12 @@ def _select_tree(sel, name, lo, hi):
             + ["else:"] + ["    " + ln for ln in _select_tree(sel, name, mid, hi)])
 
 
-def generate_batched(kinds, frame, int_load="np.int32({})", spellings=None):
+def generate_batched(kinds, frame, spellings=None):
     """One kernel running items of several kinds; ``kinds`` is a list of (layout, shared, nsel)."""
     ems, specs, branches, params = [], [], [], []
     for j, (layout, shared, nsel) in enumerate(kinds):
         prefix = f"k{j}_" if len(kinds) > 1 else ""
-        em = emit_body(layout, prefix, int_load, spellings)
+        em = emit_body(layout, prefix, spellings)
         spec = BatchSpec(em, shared, nsel, prefix)
         pre, ps = spec.preamble()
         ems.append(em)
@@ -392,11 +403,11 @@ def generate_batched(kinds, frame, int_load="np.int32({})", spellings=None):
 
 
 class BatchedCompiled:
-    """A compiled batched kernel: per kind, the recipe and how it binds (``BatchSpec``)."""
-    __slots__ = ("fn", "recipes", "specs", "name")
+    """A compiled batched kernel: per kind, how its items bind (``BatchSpec``)."""
+    __slots__ = ("fn", "specs", "name")
 
-    def __init__(self, fn, recipes, specs, name):
-        self.fn, self.recipes, self.specs, self.name = fn, recipes, specs, name
+    def __init__(self, fn, specs, name):
+        self.fn, self.specs, self.name = fn, specs, name
 
 
 class KernelCache:
@@ -416,8 +427,7 @@ class KernelCache:
             hit = self._kernels.get(layout.signature)
             if hit is not None:
                 return hit
-            em, source = generate(layout, self.backend.kernel_frame, self.backend.int_load,
-                                  self.backend.spellings)
+            em, source = generate(layout, self.backend.kernel_frame, self.backend.spellings)
             fn, name = _load(source, self.backend.name,
                              {n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
             self.backend.debug_source(name, source)
@@ -439,14 +449,14 @@ class KernelCache:
             hit = self._kernels.get(key)
             if hit is not None:
                 return hit
-            ems, specs, source = generate_batched(kinds, self.backend.batched_frame, self.backend.int_load,
+            ems, specs, source = generate_batched(kinds, self.backend.batched_frame,
                                                   self.backend.spellings)
             injected = {}
             for em in ems:
                 injected.update({n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
             fn, name = _load(source, self.backend.name, injected)
             self.backend.debug_source(name, source)
-            hit = BatchedCompiled(fn, [tuple(em.recipe) for em in ems], specs, name)
+            hit = BatchedCompiled(fn, specs, name)
             self._kernels[key] = hit
             stats["compiles"] += 1
             return hit

@@ -73,7 +73,7 @@ class Graph:
         sinks = []
         for v in values:
             p = self.pos.get(id(v))
-            if p is None or v.is_source:
+            if p is None:
                 return None
             sinks.append((p, any(m._alloc is not None for m in by_node.get(id(v), ()))))
         return fuse, tuple(self.tokens), tuple(sinks)
@@ -115,27 +115,20 @@ class PlanCache:
 
     def __init__(self):
         self._plans = OrderedDict()
-        self.hits = 0
 
-    def plan(self, values, by_node, fuse, build, graph=None):
-        """(kernels, phases) for ``values``; ``build()`` plans from scratch on a miss. ``graph``
-        is the flush's encoded pending graph (encoded here when not given)."""
-        if graph is None:
-            graph = Graph(values)
+    def plan(self, values, graph, by_node, fuse, build, stats):
+        """(kernels, phases) for ``values``, pending nodes of the flush's encoded ``graph``;
+        ``build()`` plans from scratch on a miss."""
         key = graph.key(values, by_node, fuse)
         if key is None:
             return build()
-        objs, pos = graph.objs, graph.pos
         plan = self._plans.get(key)
         if plan is not None:
             self._plans.move_to_end(key)
-            self.hits += 1
-            return _thaw(plan, objs)
+            stats["plan_hits"] += 1
+            return _thaw(plan, graph.objs)
         kernels, phases = build()
-        self._plans[key] = _freeze(kernels, phases, pos)
+        self._plans[key] = _freeze(kernels, phases, graph.pos)
         if len(self._plans) > CAPACITY:
             self._plans.popitem(last=False)
         return kernels, phases
-
-    def clear(self):
-        self._plans.clear()

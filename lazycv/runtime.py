@@ -109,8 +109,6 @@ def export(alloc):
 
 def reads_shared_memory(node):
     """True when ``node`` reads memory foreign code can see (so it must run at the call)."""
-    if not STATE.any_shared:
-        return False
     shared = STATE.shared_bufs
     return bool(shared) and any(i.is_source and shared.get(id(i.buf)) is i.buf for i in node.inputs)
 
@@ -245,7 +243,7 @@ def _output_region(mat):
     return mat._alloc, mat._y0, mat._x0
 
 
-def execute(sinks, graph=None):
+def execute(sinks, graph):
     """Plan and launch the kernels computing ``sinks`` (pending GpuMats).
 
     Kernels of one phase with the same signature (the same chain over different ROIs, frames or
@@ -274,9 +272,7 @@ def execute(sinks, graph=None):
     def build():
         kernels = planner.plan(values, STATE.fuse)
         return kernels, launch_plan(kernels, by_node)
-    hits = STATE.plans.hits
-    kernels, phases = STATE.plans.plan(values, by_node, STATE.fuse, build, graph)
-    STATE.stats["plan_hits"] += STATE.plans.hits - hits
+    kernels, phases = STATE.plans.plan(values, graph, by_node, STATE.fuse, build, STATE.stats)
     if debug_level() >= 1:
         from .report import explain_plan
         print(explain_plan(kernels), file=sys.stderr)

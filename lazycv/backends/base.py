@@ -5,14 +5,13 @@ import sys
 class Backend:
     name = None
     is_device = False
-    # Integer pixels load as int32 (exact for every integer depth): Numba widens int32
-    # arithmetic to int64, so nothing overflows. The simulator runs plain Python with numpy
-    # scalars, which would wrap at 32 bits, so it loads Python ints instead.
-    int_load = "np.int32({})"
     # Spellings of the operations whose fastest correct form differs by target (Emitter.spell):
-    # a float to int32 by floor, and by rounding half to even. On the CPU numpy's floor/rint
-    # compile inline (math.floor is a libm call); CUDA has no numpy ufuncs in kernels.
+    # loading an integer pixel, a float to int32 by floor, and by rounding half to even.
+    # Integer pixels load as int32 (exact for every integer depth): Numba widens int32
+    # arithmetic to int64, so nothing overflows. On the CPU numpy's floor/rint compile inline
+    # (math.floor is a libm call); CUDA has no numpy ufuncs in kernels.
     spellings = {
+        "int_load": "np.int32({})",
         "floor_i32": "np.int32(np.floor({}))",
         "rint_i32": "np.int32(np.rint({}))",          # a float32 or float64 value
         "rint_f32_i32": "np.int32(np.rint({}))",      # a float32 value

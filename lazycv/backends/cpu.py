@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..codegen import split_column_invariant
+from ..codegen import assigned, names, split_column_invariant
 from ..memory import BufferPool
 from .base import Backend
 
@@ -52,14 +52,7 @@ def kernel(Y0, Y1, MAXH, TI, TF, {params}):
 '''
 
 
-_NAME = re.compile(r"[A-Za-z_]\w*")
 _CHEAP = re.compile(r"^[\w\s+\-*()]*$")        # names, integers, + - * and parentheses
-
-
-def _assigned(line):
-    """The name a generated line assigns (None for a store into an array)."""
-    name, sep, _ = line.partition(" = ")
-    return name if sep and name.isidentifier() else None
 
 
 class CpuBackend(Backend):
@@ -70,39 +63,39 @@ class CpuBackend(Backend):
         """Row-invariant lines run once per row; column-invariant ones (a resize's column
         coordinates and weights) once per column into tables before the row loop (launches
         need W >= 1); the rest once per pixel."""
-        tables, body = self._column_tables(row_lines, lines)
+        prologue, tables, body = self._column_tables(row_lines, lines)
         if tables:
-            tables = split_column_invariant(row_lines, lines)[0] + tables
+            tables = prologue + tables          # before the row loop: what the tables read
         return _FRAME.format(params=", ".join(params), columns=self.indent(tables, 4),
                              row=self.indent(row_lines, 8) or "        pass", body=self.indent(body, 12))
 
     def _column_tables(self, row_lines, lines):
-        """(lines filling per-column tables for x in [0, W), pixel lines reading them)."""
-        columns = split_column_invariant(row_lines, lines)[1] if self.column_tables else []
+        """(loop-invariant lines the tables read, lines filling per-column tables for x in
+        [0, W), pixel lines reading them)."""
+        prologue, columns = split_column_invariant(row_lines, lines) if self.column_tables else ([], [])
         if not columns:
-            return [], list(lines)
+            return [], [], list(lines)
         # a column line that is plain integer arithmetic on x and loop-invariant names (an
         # output's column offset) is cheaper to recompute than to load: it stays in the loop
         column_names = {name for name, _ in columns}
         kept = {name for name, ln in columns
-                if _CHEAP.match(ln.partition(" = ")[2])
-                and not set(_NAME.findall(ln.partition(" = ")[2])) & column_names}
+                if _CHEAP.match(ln.partition(" = ")[2]) and not names(ln.partition(" = ")[2]) & column_names}
         computed = column_names - kept
-        body = [ln for ln in lines if _assigned(ln) not in computed]
-        used = set(_NAME.findall("\n".join(body)))
+        body = [ln for ln in lines if assigned(ln) not in computed]
+        used = names("\n".join(body))
         tabled = [name for name, _ in columns if name in used and name in computed]
         tables = ["x = 0"] + [ln for _, ln in columns]
         tables += [f"_T{name} = np.full(W, {name})" for name in tabled]
         tables += ["for x in range(1, W):"] + ["    " + ln for _, ln in columns]
         tables += [f"    _T{name}[x] = {name}" for name in tabled]
-        return tables, [f"{name} = _T{name}[x]" for name in tabled] + body
+        return prologue, tables, [f"{name} = _T{name}[x]" for name in tabled] + body
 
     def batched_frame(self, params, branches):
         """Rows of all items; each item's kind selects its branch (one branch: no test). A
         branch's column tables are filled again whenever its rows move to another item."""
         out, init = [], []
         for j, (pre, row_lines, lines) in enumerate(branches):
-            tables, body_lines = self._column_tables(pre + row_lines, lines)
+            _, tables, body_lines = self._column_tables(pre + row_lines, lines)   # after pre: all defined
             body = pre + row_lines
             if tables:
                 init.append(f"_tb{j} = -1")

@@ -1,5 +1,6 @@
 """CUDA backend (and the simulator): generated kernels become ``numba.cuda.jit`` kernels with
 one thread per output pixel."""
+import ctypes
 import os
 
 import numpy as np
@@ -56,20 +57,25 @@ class CudaBackend(Backend):
         self.simulator = simulator
         self.name = "cuda-sim" if simulator else "cuda"
         if simulator:                 # plain Python: keep ints unbounded (numpy scalars wrap)
-            self.int_load = "int({})"
-            self.spellings = {"floor_i32": "int(math.floor({}))", "rint_i32": "round({})",
-                              "rint_f32_i32": "round({})"}
+            self.spellings = {"int_load": "int({})", "floor_i32": "int(math.floor({}))",
+                              "rint_i32": "round({})", "rint_f32_i32": "round({})"}
         else:
             # math.floor is floorf/floor on the GPU; round() goes through float64 and int64,
             # libdevice's float2int_rn is one cvt.rni.s32.f32
-            self.spellings = {"floor_i32": "np.int32(math.floor({}))", "rint_i32": "np.int32(round({}))",
+            self.spellings = {"int_load": "np.int32({})", "floor_i32": "np.int32(math.floor({}))",
+                              "rint_i32": "np.int32(round({}))",
                               "rint_f32_i32": "cuda.libdevice.float2int_rn({})"}
         self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "packed")
         if self.launch_mode not in ("packed", "overload", "dispatcher"):
             raise ValueError(f"lazycv: LAZYCV_LAUNCH must be packed, overload or dispatcher, "
                              f"got {self.launch_mode!r}")
         self._direct = {}
-        self._tables = _TableStaging(cuda)
+        if simulator:
+            self._driver = self._tables = None
+        else:
+            from numba.cuda.cudadrv import driver
+            self._driver = driver            # whole-row copies and table uploads call it directly
+            self._tables = _TableStaging(cuda, driver)
         self.buffers = BufferPool(lambda shape, dt: cuda.device_array(shape, dt),
                                   (lambda st: st.view(st.dtype)) if simulator else _fresh_view,
                                   int(os.environ.get("LAZYCV_POOL_MB", 4096)) << 20,
@@ -183,9 +189,8 @@ class CudaBackend(Backend):
         arr2d = np.ascontiguousarray(arr2d, dtype=buf.dtype)
         dst = self._rows_at(buf, y0, arr2d.shape[0])
         if dst is not None:
-            from numba.cuda.cudadrv import driver
             if arr2d.nbytes:
-                driver.host_to_device(dst, arr2d, arr2d.nbytes, stream or 0)
+                self._driver.host_to_device(dst, arr2d, arr2d.nbytes, stream or 0)
             return True
         dst = buf[y0:y0 + arr2d.shape[0]]
         if stream is None:
@@ -199,9 +204,8 @@ class CudaBackend(Backend):
             return False
         src = self._rows_at(buf, y0, rows) if out2d.flags.c_contiguous and out2d.dtype == buf.dtype else None
         if src is not None:
-            from numba.cuda.cudadrv import driver
             if out2d.nbytes:
-                driver.device_to_host(out2d, src, out2d.nbytes, stream or 0)
+                self._driver.device_to_host(out2d, src, out2d.nbytes, stream or 0)
             return True
         src = buf[y0:y0 + rows]
         if stream is None:
@@ -234,7 +238,6 @@ class _DevicePointer:
     __slots__ = ("device_ctypes_pointer",)
 
     def __init__(self, address):
-        import ctypes
         self.device_ctypes_pointer = ctypes.c_void_p(address)
 
 
@@ -250,13 +253,12 @@ class _TableStaging:
     """
     SLOTS = 8
 
-    def __init__(self, cuda):
-        self.cuda = cuda
+    def __init__(self, cuda, driver):
+        self.cuda, self.driver = cuda, driver
         self.slots = [[None, None] for _ in range(self.SLOTS)]
         self.next = 0
 
     def upload(self, arrays, pool, stream=None):
-        from numba.cuda.cudadrv import driver
         cuda = self.cuda
         stream = stream or cuda.default_stream()
         slot = self.slots[self.next]
@@ -274,7 +276,7 @@ class _TableStaging:
             dev = pool.alloc(a.shape, a.dtype)
             # the driver call itself: DeviceNDArray.copy_to_device builds two array views per
             # call for its checks (~tens of µs), more than the copy
-            driver.host_to_device(dev, staged, a.nbytes, stream)
+            self.driver.host_to_device(dev, staged, a.nbytes, stream)
             out.append(dev)
             off += size
         if event is None:
@@ -290,7 +292,8 @@ def _fresh_view(storage):
     if "_lazycv_params" not in storage.__dict__:
         _flatten_array(storage)
     view = type(storage).__new__(type(storage))
-    view.__dict__.update({k: v for k, v in storage.__dict__.items() if k != "_lazycv_items"})
+    view.__dict__.update(storage.__dict__)
+    view.__dict__.pop("_lazycv_items", None)
     return view
 
 
@@ -338,14 +341,17 @@ class _DirectLaunch:
     array; scalars become ctypes values of the overload's argument types. ``overload`` hands the
     arguments to numba-cuda's ``_Kernel.launch`` (its own packing, no typing).
     """
-    __slots__ = ("kernel", "mode", "packers", "cukernel", "configs")
+    __slots__ = ("kernel", "mode", "packers", "cukernel", "configs", "to_core_stream",
+                 "default_stream", "config_cls", "launch_fn")
 
     def __init__(self, kernel, mode):
-        import ctypes
-
+        from cuda.core import LaunchConfig, launch
         from numba.cuda import types
+        from numba.cuda.cudadrv import driver
         self.kernel, self.mode, self.configs = kernel, mode, {}
         self.cukernel = None
+        self.to_core_stream, self.config_cls, self.launch_fn = driver._to_core_stream, LaunchConfig, launch
+        self.default_stream = driver._to_core_stream(0)
         packers = []
         for ty in kernel.argument_types:
             if isinstance(ty, types.Array):
@@ -362,12 +368,10 @@ class _DirectLaunch:
         self.packers = packers
 
     def launch(self, grid, args, stream):
-        from numba.cuda.cudadrv import driver
-        core_stream = driver._to_core_stream(stream or 0)
+        core_stream = self.default_stream if stream is None else self.to_core_stream(stream)
         if self.mode == "overload":
             self.kernel.launch(args, grid, BLOCK, core_stream, 0)
             return
-        from cuda.core import LaunchConfig, launch
         params = []
         for pack, v in zip(self.packers, args):
             if pack is None:
@@ -379,10 +383,10 @@ class _DirectLaunch:
                 params.append(pack(v))
         config = self.configs.get(grid)
         if config is None:
-            config = self.configs[grid] = LaunchConfig(grid=grid, block=BLOCK, shmem_size=0)
+            config = self.configs[grid] = self.config_cls(grid=grid, block=BLOCK, shmem_size=0)
         if self.cukernel is None:
             self.cukernel = self.kernel._codelibrary.get_cufunc().kernel
-        launch(core_stream, config, self.cukernel, *params)
+        self.launch_fn(core_stream, config, self.cukernel, *params)
 
 
 def _flatten_array(devary):

@@ -168,7 +168,7 @@ def result(func, nd, dst=None, stream=None):
         out = dst._assign_result(nd)
     # Memory shared with foreign code is read at the call, as eager OpenCV would: the foreign
     # owner may overwrite it before the lazy result is needed.
-    if out._node is not None and runtime.reads_shared_memory(out._node):
+    if STATE.any_shared and out._node is not None and runtime.reads_shared_memory(out._node):
         runtime.flush([out])
     return out
 
