@@ -65,6 +65,20 @@ class Node:
         self.rows, self.cols, self.depth, self.cn = rows, cols, depth, cn
         self.result = None
         h = 0
+        rec = RECORDING
+        if rec.open:
+            pos, refs = rec.pos, []
+            for v in inputs:
+                if not v.is_source:
+                    if v.result is not None:
+                        v = v.result                  # computed earlier: read from memory
+                    elif v.height >= h:
+                        h = v.height + 1
+                p = pos.get(id(v))
+                refs.append(rec.first_seen(v) if p is None else p)
+            self.height = h
+            rec.add(self, (op, static, depth, cn, rows, cols, h, tuple(refs)))
+            return
         for v in inputs:
             if not v.is_source and v.result is None and v.height >= h:
                 h = v.height + 1
@@ -72,6 +86,66 @@ class Node:
 
     def __repr__(self):
         return f"Node({self.op.name}{self.static} -> {self.rows}x{self.cols}x{self.cn} d{self.depth})"
+
+
+class Recording:
+    """What was recorded since the last flush, encoded as it is recorded, so a flush that
+    repeats an earlier one (the next frame, the same ROI loop) finds its plan without walking
+    the graph (see plancache.PlanCache.replay).
+
+    ``objs`` holds the recorded nodes and the memory they read, in first-use order; ``tokens``
+    one structural token each (a node: op, static parameters, type, size, height and the
+    positions of its inputs; memory: which buffer — numbered in first-seen order — type and
+    size); ``hash`` folds the tokens as they come. A recording *closes* (stops encoding and lets
+    go of its objects) when a node reads a pending result of an earlier flush, which its
+    positions cannot name, or when it grows past ``LIMIT`` nodes: such flushes are planned the
+    general way.
+    """
+    __slots__ = ("objs", "pos", "tokens", "bufs", "hash", "open", "nodes")
+    LIMIT = 4096
+
+    def __init__(self):
+        self.objs, self.pos, self.tokens, self.bufs = [], {}, [], {}
+        self.hash = 0
+        self.nodes = 0
+        self.open = True
+
+    def first_seen(self, v):
+        """The position of a value no recorded node has read yet (memory, or an older pending
+        result, which closes the recording)."""
+        if not v.is_source:
+            self.close()
+            return -1
+        tok = (self.bufs.setdefault(id(v.buf), len(self.bufs)), v.depth, v.cn, v.rows, v.cols)
+        return self._append(v, tok)
+
+    def add(self, node, token):
+        if self.open:
+            self._append(node, token)
+            self.nodes += 1
+            if self.nodes > self.LIMIT:
+                self.close()
+
+    def _append(self, v, token):
+        p = self.pos[id(v)] = len(self.objs)
+        self.objs.append(v)
+        self.tokens.append(token)
+        self.hash = hash((self.hash, token))
+        return p
+
+    def close(self):
+        self.open = False
+        self.objs, self.pos, self.tokens, self.bufs = [], {}, [], {}
+
+
+RECORDING = Recording()     # replaced by a fresh one at each flush (runtime.flush)
+
+
+def new_recording():
+    """Start a new recording; returns the one that ends."""
+    global RECORDING
+    done, RECORDING = RECORDING, Recording()
+    return done
 
 
 def resolved(value):

@@ -110,11 +110,22 @@ def _thaw(plan, objs):
     return kernels, phases
 
 
+class _Replay:
+    """A flush remembered by its recording: the tokens (to confirm a hash match), which of the
+    live pending mats were its sinks, and its plan in recording positions."""
+    __slots__ = ("tokens", "sinks", "plan")
+
+    def __init__(self, tokens, sinks, plan):
+        self.tokens, self.sinks, self.plan = tokens, sinks, plan
+
+
 class PlanCache:
-    """Recent plans by encoded structure (least recently used dropped beyond ``CAPACITY``)."""
+    """Recent plans by encoded structure (least recently used dropped beyond ``CAPACITY``), and
+    recent flushes by their recording (:meth:`replay`)."""
 
     def __init__(self):
         self._plans = OrderedDict()
+        self._replays = OrderedDict()
 
     def plan(self, values, graph, by_node, fuse, build, stats):
         """(kernels, phases) for ``values``, pending nodes of the flush's encoded ``graph``;
@@ -129,6 +140,51 @@ class PlanCache:
             return _thaw(plan, graph.objs)
         kernels, phases = build()
         self._plans[key] = _freeze(kernels, phases, graph.pos)
-        if len(self._plans) > CAPACITY:
-            self._plans.popitem(last=False)
+        _bound(self._plans)
         return kernels, phases
+
+    @staticmethod
+    def replay_key(rec, mats, requested, fuse):
+        """The key of a flush of ``mats`` (the live pending GpuMats) after recording ``rec``:
+        the recording's structure and, per mat, which node it holds, whether it writes into its
+        own memory and whether it was asked for. None when a mat's node was not recorded in
+        ``rec`` (pending since an earlier flush) or ``rec`` closed."""
+        if not rec.open:
+            return None
+        pos, live = rec.pos, []
+        for m in mats:
+            p = pos.get(id(m._node))
+            if p is None:
+                return None
+            live.append((p, m._alloc is not None, id(m) in requested))
+        return fuse, rec.hash, len(rec.tokens), tuple(live)
+
+    def replay(self, key, rec, mats, stats):
+        """(sinks, kernels, phases) when an earlier flush recorded the same calls and left the
+        same mats alive (the same :meth:`replay_key`): its plan over the new values, with no
+        walk of the graph. None otherwise. The plan is the one that flush made, so the results
+        are the same as planning again (the key holds everything planning looks at)."""
+        hit = self._replays.get(key) if key is not None else None
+        if hit is None or hit.tokens != rec.tokens:
+            return None
+        self._replays.move_to_end(key)
+        stats["plan_hits"] += 1
+        kernels, phases = _thaw(hit.plan, rec.objs)
+        return [mats[i] for i in hit.sinks], kernels, phases
+
+    def remember(self, key, rec, mats, sinks, kernels, phases):
+        """Keep a flush's plan under its :meth:`replay_key` for :meth:`replay`."""
+        if key is None or not kernels:
+            return
+        try:
+            plan = _freeze(kernels, phases, rec.pos)
+        except KeyError:        # the plan reads something the recording did not see
+            return
+        at = {id(m): i for i, m in enumerate(mats)}
+        self._replays[key] = _Replay(rec.tokens, [at[id(m)] for m in sinks], plan)
+        _bound(self._replays)
+
+
+def _bound(cache):
+    if len(cache) > CAPACITY:
+        cache.popitem(last=False)

@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from . import backends, codegen, planner
+from . import backends, codegen, ir, planner
 from ._types import DEPTH_DTYPE
 from .ir import Allocation, Source, source_bufs
 from .plancache import Graph, PlanCache
@@ -211,6 +211,7 @@ def flush(requested=()):
     result cannot break every later flush.
     """
     with STATE.lock:
+        rec = ir.new_recording()
         mats = live_pending()
         have = {id(m) for m in mats}
         for m in requested:
@@ -220,19 +221,33 @@ def flush(requested=()):
         STATE.since_flush = 0
         if not mats:
             return
-        graph = Graph([m._node for m in mats])
         req = {id(m) for m in requested}
-        sinks = [m for m in mats
-                 if id(m) in req or m._alloc is not None or not graph.is_consumed(m._node)]
+        key = STATE.plans.replay_key(rec, mats, req, STATE.fuse)
+        replay = STATE.plans.replay(key, rec, mats, STATE.stats)
+        if replay is not None:
+            sinks, kernels, phases = replay
+            plan = lambda values, by_node: (kernels, phases)      # noqa: E731
+        else:
+            graph = Graph([m._node for m in mats])
+            sinks = [m for m in mats
+                     if id(m) in req or m._alloc is not None or not graph.is_consumed(m._node)]
+
+            def plan(values, by_node):
+                def build():
+                    kernels = planner.plan(values, STATE.fuse)
+                    return kernels, launch_plan(kernels, by_node)
+                return STATE.plans.plan(values, graph, by_node, STATE.fuse, build, STATE.stats)
         if not sinks:
             return
         STATE.stats["flushes"] += 1
         try:
-            execute(sinks, graph)
+            kernels, phases = execute(sinks, plan)
         except BaseException:
             failed = {id(m) for m in sinks if m._node is not None}
             STATE.pending = [r for r in STATE.pending if id(r()) not in failed]
             raise
+        if replay is None:
+            STATE.plans.remember(key, rec, mats, sinks, kernels, phases)
 
 
 def _output_region(mat):
@@ -243,8 +258,9 @@ def _output_region(mat):
     return mat._alloc, mat._y0, mat._x0
 
 
-def execute(sinks, graph):
-    """Plan and launch the kernels computing ``sinks`` (pending GpuMats).
+def execute(sinks, plan):
+    """Plan and launch the kernels computing ``sinks`` (pending GpuMats); returns the plan,
+    (kernels, phases). ``plan(values, by_node)`` gives it for the sinks' distinct nodes.
 
     Kernels of one phase with the same signature (the same chain over different ROIs, frames or
     scalars — typically a Python loop) are launched together as one batched kernel.
@@ -268,11 +284,8 @@ def execute(sinks, graph):
         else:
             lst.append(m)
     if not values:
-        return
-    def build():
-        kernels = planner.plan(values, STATE.fuse)
-        return kernels, launch_plan(kernels, by_node)
-    kernels, phases = STATE.plans.plan(values, graph, by_node, STATE.fuse, build, STATE.stats)
+        return [], []
+    kernels, phases = plan(values, by_node)
     if debug_level() >= 1:
         from .report import explain_plan
         print(explain_plan(kernels), file=sys.stderr)
@@ -282,6 +295,7 @@ def execute(sinks, graph):
                 _launch_single(*kinds[0][0], by_node)
             else:
                 _launch_batch(kinds, by_node)
+    return kernels, phases
 
 
 def launch_plan(kernels, by_node=None, fuse=None):

@@ -104,3 +104,96 @@ def test_later_phase_kernel_reads_the_cut_instead_of_recomputing_it(rng):
     computed = [[v.op.name for vi, v in enumerate(lay.values) if vi not in lay.inputs] for lay in layouts]
     assert computed == [["resize"], ["resize", "convert"]]
     lazycv.materialize(out)
+
+
+# ---------------------------------------------------------------- replays of a recording
+
+def count_graph_walks(monkeypatch):
+    walks = []
+    real = runtime.Graph
+
+    def counting(roots):
+        walks.append(len(roots))
+        return real(roots)
+    monkeypatch.setattr(runtime, "Graph", counting)
+    return walks
+
+
+def crops_chain(g, rects, alpha):
+    """W3's shape: the same calls over ROIs of one frame, different positions and scalars."""
+    outs = []
+    for x, y, w, h in rects:
+        roi = cv2.cuda_GpuMat(g, (x, y, w, h))
+        f = cv2.cuda.resize(roi, (6, 4)).convertTo(cv2.CV_32FC3, alpha=alpha)
+        outs.append(cv2.cuda.split(cv2.cuda.multiply(f, (1.0, 2.0, 3.0))))
+    return outs
+
+
+def crops_ref(a, rects, alpha):
+    outs = []
+    for x, y, w, h in rects:
+        f = cv2.resize(a[y:y + h, x:x + w], (6, 4)).astype(np.float32) * np.float32(alpha)
+        outs.append(cv2.split(cv2.multiply(f, (1.0, 2.0, 3.0, 0.0))))
+    return outs
+
+
+def test_a_repeated_recording_is_replayed_without_walking_the_graph(rng, monkeypatch):
+    walks = count_graph_walks(monkeypatch)
+    a = rand_image(rng, 20, 24, 3, np.uint8)
+    g = upload(a)
+    for it in range(4):
+        # new positions (same sizes) and a new scalar each time: arguments, not structure
+        rects = [(int(rng.integers(0, 16)), int(rng.integers(0, 12)), 8, 8) for _ in range(3)]
+        alpha = 0.5 / (it + 1)
+        outs = crops_chain(g, rects, alpha)
+        lazycv.materialize(*[p for planes in outs for p in planes])
+        for planes, refs in zip(outs, crops_ref(a, rects, alpha)):
+            for got, ref in zip(planes, refs):
+                assert_close(got.download(), ref, tol=1e-5, what=f"iteration {it}")
+    assert len(walks) == 1                   # iterations 1-3 replayed the first one's plan
+    assert lazycv.stats()["plan_hits"] == 3
+
+
+def test_a_replay_follows_what_the_user_kept_alive(rng):
+    a = rand_image(rng, 9, 11, 3, np.uint8)
+    g = upload(a)
+    for keep in (False, True, True, False):
+        r = cv2.cuda.resize(g, (7, 5))
+        f = r.convertTo(cv2.CV_32FC3, alpha=0.5)
+        planes = cv2.cuda.split(f)
+        if not keep:
+            del r, f                          # only the planes are results
+        lazycv.materialize(*planes)
+        ref = cv2.resize(a, (7, 5))
+        for got, want in zip(planes, cv2.split(ref.astype(np.float32) * np.float32(0.5))):
+            assert_close(got.download(), want, tol=1e-5, what=f"plane (keep={keep})")
+        if keep:                              # kept intermediates are still right when asked for
+            assert_close(r.download(), ref, what="kept resize")
+            assert_close(f.download(), ref.astype(np.float32) * np.float32(0.5), tol=1e-5, what="kept convert")
+
+
+def test_reading_a_result_pending_since_an_earlier_flush_is_planned_the_general_way(rng, monkeypatch):
+    walks = count_graph_walks(monkeypatch)
+    a = rand_image(rng, 9, 11, 3, np.uint8)
+    g = upload(a)
+    r = cv2.cuda.resize(g, (7, 5))
+    s = r.convertTo(cv2.CV_32FC3, alpha=0.5)
+    ref = cv2.resize(a, (7, 5))
+    assert_close(s.download(), ref.astype(np.float32) * np.float32(0.5), tol=1e-5, what="first")
+    for it in range(2):                       # r was fused into s, so it is still pending
+        t = cv2.cuda.multiply(r, (2.0, 2.0, 2.0))
+        assert_close(t.download(), cv2.multiply(ref, (2.0, 2.0, 2.0, 0.0)), what=f"reads r, run {it}")
+    assert len(walks) == 3
+
+
+def test_a_long_recording_stops_encoding_and_stays_correct(rng, monkeypatch):
+    from lazycv import ir
+    monkeypatch.setattr(ir.Recording, "LIMIT", 5)
+    a = rand_image(rng, 6, 7, 1, np.float32)
+    for it in range(2):
+        acc = upload(a)
+        for _ in range(8):
+            acc = cv2.cuda.add(acc, (1.0,))
+        assert_close(acc.download(), a + np.float32(8), tol=1e-5, what=f"run {it}")
+    # too long to replay, but the plan cache (which walks the graph) still serves run 1
+    assert lazycv.stats()["plan_hits"] == 1
