@@ -22,6 +22,7 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--detail", action="store_true", help="time the flush's inner steps too")
     args = ap.parse_args()
     import lazycv
     from lazycv import plancache, runtime
@@ -30,7 +31,7 @@ def main():
     frames = [np.random.default_rng(i).integers(0, 256, (h, w, 3), dtype=np.uint8) for i in range(args.batch)]
     run = w1.lazycv_setup(frames, True)
     record_only = run.record
-    stages = {}
+    stages, counts = {}, {}
 
     def timed(mod, name):
         f = getattr(mod, name)
@@ -42,16 +43,30 @@ def main():
                 return f(*a, **k)
             finally:
                 stages[name] = stages.get(name, 0.0) + time.perf_counter() - t0
+                counts[name] = counts.get(name, 0) + 1
         setattr(mod, name, wrapper)
     for mod, name in [(runtime, "Graph"), (plancache, "_thaw"), (runtime, "_launch_batch"),
                       (runtime, "_finish_kernel"), (runtime, "execute")]:
         timed(mod, name)
     be = lazycv.runtime.STATE.backend
     timed(type(be), "launch_batched")
+    if args.detail:
+        from lazycv import codegen
+        from lazycv.facade.gpumat import GpuMat
+        for mod, name in [(runtime, "flush"), (runtime, "live_pending"), (plancache.PlanCache, "replay"),
+                          (runtime, "_launch_single"),
+                          (runtime, "_launch"), (runtime, "_output_region"), (runtime, "gather_args"),
+                          (runtime, "_bind_kind"), (codegen.KernelCache, "get"),
+                          (codegen.KernelCache, "get_batched"), (type(be), "alloc"), (type(be), "alloc_batch"),
+                          (type(be), "_launch"), (type(be), "launch"), (GpuMat, "_bind_result"),
+                          (lazycv, "materialize")]:
+            if hasattr(mod, name):
+                timed(mod, name)
     for _ in range(3):
         run()
     w1.sync()
     stages.clear()
+    counts.clear()
     rec, tot = [], []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
@@ -62,6 +77,7 @@ def main():
         t2 = time.perf_counter()
         rec.append(t1 - t0)
         tot.append(t2 - t0)
+    timed_stages, timed_counts = dict(stages), dict(counts)    # those batches only
     # what else runs during those batches: buffer-pool misses (new device allocations) and
     # Python's cyclic garbage collector
     import gc
@@ -95,8 +111,10 @@ def main():
     calls = 6 * args.batch
     print(f"W1-loop B={args.batch} {h}x{w} on {lazycv.backend()}: batch {np.median(tot) * 1e3:.3f} ms, "
           f"recording {np.median(rec) * 1e3:.3f} ms ({np.median(rec) * 1e6 / calls:.2f} us/call)")
-    for k, v in sorted(stages.items(), key=lambda kv: -kv[1]):
-        print(f"  {k:16s} {v / args.repeats * 1e3:8.3f} ms/batch")
+    for k, v in sorted(timed_stages.items(), key=lambda kv: -kv[1]):
+        n = timed_counts[k]
+        print(f"  {k:16s} {v / args.repeats * 1e3:8.3f} ms/batch  {n / args.repeats:6.0f} calls  "
+              f"{v / n * 1e6:8.1f} us/call")
     cProfile.runctx("for _ in range(5): run()", globals(), locals(), "/tmp/w1.prof")
     pstats.Stats("/tmp/w1.prof").sort_stats("tottime").print_stats(30)
 

@@ -60,17 +60,19 @@ def lazycv_setup(frames, fuse):
 
 
 def set_launch_mode(mode):
-    """Switch the CUDA backend's launch path (packed / overload / dispatcher) for a contestant."""
+    """Switch the CUDA backend's launch path (driver / packed / overload / dispatcher) for a
+    contestant; kernels launched before go through the new path too."""
     import lazycv
     from lazycv.runtime import STATE
     lazycv.backend()
     if hasattr(STATE.backend, "launch_mode"):
         STATE.backend.launch_mode = mode
+        STATE.backend._direct.clear()
 
 
 def kernel_only(fn, repeats):
     """Device time of the kernels one call of ``fn`` launches: capture its launches, then replay
-    them back to back (the host cost of a replay is one packed launch each)."""
+    them back to back (the host cost of a replay is one direct launch each)."""
     from lazycv.runtime import STATE
     be = STATE.backend
     if not hasattr(be, "_launch"):
@@ -131,8 +133,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel")
     ap.add_argument("--no-eager", action="store_true", help="skip lazycv fuse=False")
-    ap.add_argument("--launch-modes", default="packed",
-                    help="CUDA launch paths to compare for lazycv fused: packed,overload,dispatcher")
+    ap.add_argument("--launch-modes", default="driver",
+                    help="CUDA launch paths to compare for lazycv fused: driver,packed,overload,dispatcher")
     args = ap.parse_args(argv)
     import lazycv
     results = {"device": common.device_info(), "lazycv_backend": None, "rows": []}
@@ -143,7 +145,7 @@ def main(argv=None):
         inner = max(1, 64 // B)
         contestants = []
         for mode in [m for m in args.launch_modes.split(",") if m]:
-            name = "lazycv fused" if mode == "packed" else f"lazycv fused ({mode})"
+            name = "lazycv fused" if mode == "driver" else f"lazycv fused ({mode})"
             contestants.append((name, lambda mode=mode: (set_launch_mode(mode), lazycv_setup(frames, True))[1],
                                 lazycv_result))
         if not args.no_eager:

@@ -77,7 +77,8 @@ class Node:
                 p = pos.get(id(v))
                 refs.append(rec.first_seen(v) if p is None else p)
             self.height = h
-            rec.add(self, (op, static, depth, cn, rows, cols, h, tuple(refs)))
+            if rec.open:                              # (reading an older pending result closes it)
+                rec.add(self, (op, static, depth, cn, rows, cols, h, tuple(refs)))
             return
         for v in inputs:
             if not v.is_source and v.result is None and v.height >= h:
@@ -96,42 +97,37 @@ class Recording:
     ``objs`` holds the recorded nodes and the memory they read, in first-use order; ``tokens``
     one structural token each (a node: op, static parameters, type, size, height and the
     positions of its inputs; memory: which buffer — numbered in first-seen order — type and
-    size); ``hash`` folds the tokens as they come. A recording *closes* (stops encoding and lets
-    go of its objects) when a node reads a pending result of an earlier flush, which its
-    positions cannot name, or when it grows past ``LIMIT`` nodes: such flushes are planned the
-    general way.
+    size). A recording *closes* (stops encoding and lets go of its objects) when a node reads
+    a pending result of an earlier flush, which its positions cannot name, or when it holds
+    more than ``LIMIT`` values: such flushes are planned the general way.
     """
-    __slots__ = ("objs", "pos", "tokens", "bufs", "hash", "open", "nodes")
-    LIMIT = 4096
+    __slots__ = ("objs", "pos", "tokens", "bufs", "open")
+    LIMIT = 8192
 
     def __init__(self):
         self.objs, self.pos, self.tokens, self.bufs = [], {}, [], {}
-        self.hash = 0
-        self.nodes = 0
         self.open = True
 
     def first_seen(self, v):
         """The position of a value no recorded node has read yet (memory, or an older pending
         result, which closes the recording)."""
-        if not v.is_source:
+        if not v.is_source or not self.open:
             self.close()
             return -1
-        tok = (self.bufs.setdefault(id(v.buf), len(self.bufs)), v.depth, v.cn, v.rows, v.cols)
-        return self._append(v, tok)
+        return self.add(v, (self.bufs.setdefault(id(v.buf), len(self.bufs)), v.depth, v.cn, v.rows, v.cols))
 
-    def add(self, node, token):
-        if self.open:
-            self._append(node, token)
-            self.nodes += 1
-            if self.nodes > self.LIMIT:
-                self.close()
-
-    def _append(self, v, token):
-        p = self.pos[id(v)] = len(self.objs)
-        self.objs.append(v)
+    def add(self, v, token):
+        objs = self.objs
+        p = self.pos[id(v)] = len(objs)
+        objs.append(v)
         self.tokens.append(token)
-        self.hash = hash((self.hash, token))
+        if p >= self.LIMIT:
+            self.close()
         return p
+
+    def key(self):
+        """The recording's structure, hashable (None once closed)."""
+        return tuple(self.tokens) if self.open else None
 
     def close(self):
         self.open = False

@@ -111,12 +111,12 @@ def _thaw(plan, objs):
 
 
 class _Replay:
-    """A flush remembered by its recording: the tokens (to confirm a hash match), which of the
-    live pending mats were its sinks, and its plan in recording positions."""
-    __slots__ = ("tokens", "sinks", "plan")
+    """A flush remembered by its recording: which of the live pending mats were its sinks, and
+    its plan in recording positions."""
+    __slots__ = ("sinks", "plan")
 
-    def __init__(self, tokens, sinks, plan):
-        self.tokens, self.sinks, self.plan = tokens, sinks, plan
+    def __init__(self, sinks, plan):
+        self.sinks, self.plan = sinks, plan
 
 
 class PlanCache:
@@ -157,7 +157,7 @@ class PlanCache:
             if p is None:
                 return None
             live.append((p, m._alloc is not None, id(m) in requested))
-        return fuse, rec.hash, len(rec.tokens), tuple(live)
+        return fuse, rec.key(), tuple(live)
 
     def replay(self, key, rec, mats, stats):
         """(sinks, kernels, phases) when an earlier flush recorded the same calls and left the
@@ -165,7 +165,7 @@ class PlanCache:
         walk of the graph. None otherwise. The plan is the one that flush made, so the results
         are the same as planning again (the key holds everything planning looks at)."""
         hit = self._replays.get(key) if key is not None else None
-        if hit is None or hit.tokens != rec.tokens:
+        if hit is None:
             return None
         self._replays.move_to_end(key)
         stats["plan_hits"] += 1
@@ -181,7 +181,7 @@ class PlanCache:
         except KeyError:        # the plan reads something the recording did not see
             return
         at = {id(m): i for i, m in enumerate(mats)}
-        self._replays[key] = _Replay(rec.tokens, [at[id(m)] for m in sinks], plan)
+        self._replays[key] = _Replay([at[id(m)] for m in sinks], plan)
         _bound(self._replays)
 
 

@@ -328,5 +328,5 @@ def test_unknown_launch_mode_is_a_clear_error(monkeypatch):
         pytest.skip("builds a CUDA backend: runs in the simulator pass")
     from lazycv.backends.cuda import CudaBackend
     monkeypatch.setenv("LAZYCV_LAUNCH", "fastest")
-    with pytest.raises(ValueError, match="LAZYCV_LAUNCH must be packed, overload or dispatcher"):
+    with pytest.raises(ValueError, match="LAZYCV_LAUNCH must be one of driver, packed, overload, dispatcher"):
         CudaBackend(simulator=True)

@@ -38,6 +38,8 @@ def kernel(MAXH, TI, TF, {params}):
 '''
 
 BLOCK = (32, 8, 1)
+# how a compiled kernel is launched after its first (dispatcher) launch, cheapest first
+LAUNCH_MODES = ("driver", "packed", "overload", "dispatcher")
 
 
 class CudaBackend(Backend):
@@ -65,9 +67,9 @@ class CudaBackend(Backend):
             self.spellings = {"int_load": "np.int32({})", "floor_i32": "np.int32(math.floor({}))",
                               "rint_i32": "np.int32(round({}))",
                               "rint_f32_i32": "cuda.libdevice.float2int_rn({})"}
-        self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "packed")
-        if self.launch_mode not in ("packed", "overload", "dispatcher"):
-            raise ValueError(f"lazycv: LAZYCV_LAUNCH must be packed, overload or dispatcher, "
+        self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "driver")
+        if self.launch_mode not in LAUNCH_MODES:
+            raise ValueError(f"lazycv: LAZYCV_LAUNCH must be one of {', '.join(LAUNCH_MODES)}, "
                              f"got {self.launch_mode!r}")
         self._direct = {}
         if simulator:
@@ -98,14 +100,16 @@ class CudaBackend(Backend):
             cached = storage._lazycv_items = (state, _flatten_array(first), step, mem)
         state, flat, step, mem = cached
         base, head, tail = flat[4], flat[:4], flat[5:]
-        item_cls = _slab_item_class()
+        state = dict(state, _lazycv_slab=slab)   # the pool recycles the slab once every item is gone
+        cls = _slab_item_class()
+        new = cls.__new__
         items = []
         for b in range(n):
-            item = item_cls.__new__(item_cls)
-            item.__dict__.update(state)
-            item._lazycv_mem = (mem, b * step, (b + 1) * step)
-            item._lazycv_params = head + (base + b * step,) + tail
-            item._lazycv_slab = slab          # the pool recycles the slab once every item is gone
+            item = new(cls)
+            d = item.__dict__
+            d.update(state)
+            d["_lazycv_mem"] = (mem, b * step, b * step + step)
+            d["_lazycv_params"] = head + (base + b * step,) + tail
             items.append(item)
         return items
 
@@ -335,39 +339,67 @@ class _NotPackable(Exception):
 class _DirectLaunch:
     """A compiled overload launched without the dispatcher.
 
-    ``packed`` builds the kernel's parameter list here: an array argument is flattened once per
-    array object into what numba-cuda passes for it (meminfo, parent, size, itemsize, data
-    pointer, shape, strides — the same layout as ``_Kernel._prepare_args``) and cached on the
-    array; scalars become ctypes values of the overload's argument types. ``overload`` hands the
-    arguments to numba-cuda's ``_Kernel.launch`` (its own packing, no typing).
+    ``driver`` (the default) keeps one parameter buffer per kernel — an 8-byte slot per kernel
+    parameter and the array of pointers to the slots that ``cuLaunchKernel`` reads, both built
+    once — writes each launch's values into it with one numpy assignment and calls
+    ``cuda.bindings.driver.cuLaunchKernel``. ``packed`` builds the parameter list for
+    ``cuda.core.launch`` (which converts every parameter again each call). Both flatten an
+    array argument once per array object into what numba-cuda passes for it (meminfo, parent,
+    size, itemsize, data pointer, shape, strides — the layout of ``_Kernel._prepare_args``) and
+    cache it on the array. ``overload`` hands the arguments to numba-cuda's ``_Kernel.launch``
+    (its own packing, no typing). ``driver`` falls back to ``packed`` where cuda.bindings is
+    missing.
     """
     __slots__ = ("kernel", "mode", "packers", "cukernel", "configs", "to_core_stream",
-                 "default_stream", "config_cls", "launch_fn")
+                 "default_stream", "config_cls", "launch_fn", "kinds", "slots", "f64", "f32",
+                 "slot_ptrs", "slot_ptr_addr", "cufunc", "cu_launch")
 
     def __init__(self, kernel, mode):
         from cuda.core import LaunchConfig, launch
         from numba.cuda import types
         from numba.cuda.cudadrv import driver
         self.kernel, self.mode, self.configs = kernel, mode, {}
-        self.cukernel = None
+        self.cukernel = self.cufunc = None
         self.to_core_stream, self.config_cls, self.launch_fn = driver._to_core_stream, LaunchConfig, launch
         self.default_stream = driver._to_core_stream(0)
-        packers = []
+        packers, kinds, nslots = [], [], 0
         for ty in kernel.argument_types:
             if isinstance(ty, types.Array):
                 packers.append(None)
-            elif isinstance(ty, types.Integer):
+                kinds.append(None)
+                nslots += 5 + 2 * ty.ndim
+                continue
+            if isinstance(ty, types.Integer):
                 packers.append(getattr(ctypes, f"c_{ty}"))
+                kinds.append("i")
             elif ty == types.float64:
                 packers.append(ctypes.c_double)
+                kinds.append("f64")
             elif ty == types.float32:
                 packers.append(ctypes.c_float)
+                kinds.append("f32")
             else:
                 self.mode = "overload"            # nothing generated uses other types today
                 break
-        self.packers = packers
+            nslots += 1
+        self.packers, self.kinds = packers, kinds
+        if self.mode == "driver":
+            try:
+                from cuda.bindings import driver as cu
+                self.cu_launch = cu.cuLaunchKernel
+            except ImportError:
+                self.mode = "packed"
+        if self.mode == "driver":
+            # little-endian 8-byte slots: a 4-byte parameter is read from its slot's low half
+            self.slots = np.zeros(max(nslots, 1), np.int64)
+            self.f64, self.f32 = self.slots.view(np.float64), self.slots.view(np.float32)
+            self.slot_ptrs = np.arange(nslots, dtype=np.uint64) * 8 + self.slots.ctypes.data
+            self.slot_ptr_addr = self.slot_ptrs.ctypes.data
 
     def launch(self, grid, args, stream):
+        if self.mode == "driver":
+            self._launch_driver(grid, args, stream)
+            return
         core_stream = self.default_stream if stream is None else self.to_core_stream(stream)
         if self.mode == "overload":
             self.kernel.launch(args, grid, BLOCK, core_stream, 0)
@@ -387,6 +419,47 @@ class _DirectLaunch:
         if self.cukernel is None:
             self.cukernel = self.kernel._codelibrary.get_cufunc().kernel
         self.launch_fn(core_stream, config, self.cukernel, *params)
+
+    def _launch_driver(self, grid, args, stream):
+        values, floats = [], None
+        for kind, v in zip(self.kinds, args):
+            if kind is None:
+                flat = getattr(v, "_lazycv_params", None)
+                if flat is None:
+                    flat = _flatten_array(v)
+                values += flat
+            elif kind == "i":
+                values.append(v)
+            else:
+                if floats is None:
+                    floats = []
+                floats.append((len(values), kind, v))
+                values.append(0)
+        self.slots[:] = values
+        if floats:
+            for i, kind, v in floats:
+                if kind == "f64":
+                    self.f64[i] = v
+                else:
+                    self.f32[2 * i] = v
+        if self.cufunc is None:
+            self.cufunc = _cu_function(self.kernel._codelibrary.get_cufunc().handle)
+        err, = self.cu_launch(self.cufunc, grid[0], grid[1], grid[2], BLOCK[0], BLOCK[1], BLOCK[2], 0,
+                              0 if stream is None else int(stream.handle or 0), self.slot_ptr_addr, 0)
+        if err:
+            raise RuntimeError(f"lazycv: cuLaunchKernel failed: {err!r}")
+
+
+def _cu_function(handle):
+    """The CUfunction to launch for a loaded kernel handle (a CUkernel from a library, turned
+    into the current context's function; or already a CUfunction)."""
+    from cuda.bindings import driver as cu
+    if isinstance(handle, cu.CUkernel):
+        err, fn = cu.cuKernelGetFunction(handle)
+        if err:
+            raise RuntimeError(f"lazycv: cuKernelGetFunction failed: {err!r}")
+        return fn
+    return handle
 
 
 def _flatten_array(devary):
