@@ -8,7 +8,7 @@ set -uo pipefail
 OUT="${OUT:-bench/out}"; mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
 else
   export PYTHONPATH=$PWD

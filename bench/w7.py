@@ -2,7 +2,8 @@
 a new process's time to first result from the disk cache, and recompiles when only sizes,
 ROIs or scalars change. Each phase runs in a fresh process with its own kernel cache folder.
 
-    python bench/w7.py [--backend cpu|cuda]
+    python bench/w7.py [--backend cpu|cuda] [--profile]   (--profile: where a new process's
+                                                        time goes, disk cache warm)
 
 Prints a table, writes $OUT/w7.json (or bench/out/w7.json).
 """
@@ -48,11 +49,18 @@ print(json.dumps({"import_s": t_import - t0, "first_pipeline_s": t2 - t1, "secon
 '''
 
 
-def run_child(backend, cache_dir):
+def run_child(backend, cache_dir, profile=False):
     env = dict(os.environ, LAZYCV_CACHE_DIR=cache_dir)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
-    p = subprocess.run([sys.executable, "-c", CHILD, backend], env=env, capture_output=True, text=True,
-                       timeout=600)
+    cmd = [sys.executable, "-c", CHILD, backend]
+    if profile:          # cumulative-time profile of the whole child, printed before its JSON line
+        code = ("import cProfile, pstats, sys; sys.argv = ['-c', %r]; pr = cProfile.Profile(); pr.enable()\n"
+                "try:\n    exec(compile(%r, 'w7-child', 'exec'))\nfinally:\n    pr.disable(); "
+                "pstats.Stats(pr, stream=sys.stderr).sort_stats('cumtime').print_stats(45)" % (backend, CHILD))
+        cmd = [sys.executable, "-c", code]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if profile:
+        print(p.stderr[-12000:])
     if p.returncode != 0:
         raise RuntimeError(p.stderr[-2000:])
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -61,10 +69,11 @@ def run_child(backend, cache_dir):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--profile", action="store_true")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as cache:
         cold = run_child(args.backend, cache)
-        warm = run_child(args.backend, cache)
+        warm = run_child(args.backend, cache, args.profile)
     table = common.Table(["phase", "import s", "first pipeline s", "second pipeline s",
                           "first result since start s", "recompiles"])
     for name, r in (("cold (empty cache)", cold), ("new process, disk cache", warm)):

@@ -75,6 +75,7 @@ class CudaBackend(Backend):
         if simulator:
             self._driver = self._tables = None
         else:
+            _load_array_registry_without_blas_probe()
             from numba.cuda.cudadrv import driver
             self._driver = driver            # whole-row copies and table uploads call it directly
             self._tables = _TableStaging(cuda, driver)
@@ -234,6 +235,37 @@ class CudaBackend(Backend):
     def from_foreign(self, obj):
         """Wrap memory that exposes __cuda_array_interface__ without copying."""
         return self.cuda.as_cuda_array(obj)
+
+
+def _load_array_registry_without_blas_probe():
+    """numba-cuda loads its array-math registry at the first compile or disk-cache load, and
+    that module probes for scipy's BLAS by importing scipy.linalg: about 0.5 s of a new
+    process's time to its first result (measured on the H200 host). A GPU kernel cannot call
+    BLAS, so the registry is loaded here with the probe answering "none" (numba-cuda then uses
+    its own inner-product loop, which is what runs on a GPU anyway); the probe function is
+    restored at once, so nothing else sees a change."""
+    import importlib
+    import sys
+    name = "numba.cuda.np.arraymath"
+    if name in sys.modules:
+        return
+    try:
+        linalg = importlib.import_module("numba.cuda.np.linalg")
+    except ImportError:
+        return
+    probe = getattr(linalg, "ensure_blas", None)
+    if probe is None:
+        return
+
+    def no_blas():
+        raise ImportError("BLAS is not callable from CUDA kernels")
+    linalg.ensure_blas = no_blas
+    try:
+        importlib.import_module(name)
+    except Exception:          # a numba-cuda that differs: let it load the usual way later
+        pass
+    finally:
+        linalg.ensure_blas = probe
 
 
 class _DevicePointer:
