@@ -8,6 +8,8 @@ whose address was handed to foreign code (``pin``) is never recycled.
 """
 import weakref
 
+import numpy as np
+
 
 class BufferPool:
     """Free lists keyed by (shape, dtype), bounded by ``cap_bytes`` of idle storage."""
@@ -87,3 +89,51 @@ class BufferPool:
     @property
     def idle_bytes(self):
         return self._idle_bytes
+
+
+class HostArrays:
+    """Recycled host arrays for downloads.
+
+    A download into a fresh multi-megabyte numpy array pays first-touch page faults (several ms
+    per 5 MB on small machines) whenever the allocator has returned the previous one to the OS;
+    the same download into warm memory costs the copy only. So a download without ``dst``
+    returns an array over pooled storage, and the storage comes back once every array that
+    reaches it is garbage: numpy makes such an array's base a memoryview of the storage, and
+    every view or slice of it shares that base (numpy collapses base chains to the first object
+    that is not an array), so the memoryview's end is the last use. Where numpy does not do
+    that, the array is simply not pooled.
+    """
+
+    def __init__(self, cap_bytes):
+        self.cap = cap_bytes
+        self._free = {}
+        self._idle_bytes = 0
+
+    def empty(self, shape, dtype):
+        key = (shape, dtype.str)
+        lst = self._free.get(key)
+        storage = None
+        if lst:
+            try:
+                storage = lst.pop()
+                self._idle_bytes -= storage.nbytes
+            except IndexError:          # another thread took the last one
+                storage = None
+        if storage is None:
+            storage = np.empty(shape, dtype)
+        arr = np.asarray(memoryview(storage))
+        owner = arr.base
+        if type(owner) is not memoryview or owner.obj is not storage or arr.dtype != dtype:
+            return storage              # not trackable here: hand out the storage itself
+        weakref.finalize(owner, self._release, key, storage).atexit = False
+        return arr
+
+    def _release(self, key, storage):
+        if self._idle_bytes + storage.nbytes > self.cap:
+            return
+        self._free.setdefault(key, []).append(storage)
+        self._idle_bytes += storage.nbytes
+
+    def clear(self):
+        self._free.clear()
+        self._idle_bytes = 0

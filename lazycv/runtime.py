@@ -24,6 +24,7 @@ import numpy as np
 from . import backends, codegen, ir, planner
 from ._types import DEPTH_DTYPE
 from .ir import Allocation, Source, source_bufs
+from .memory import HostArrays
 from .plancache import Graph, PlanCache
 
 STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "cache_hits",
@@ -43,6 +44,7 @@ class State:
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.caches = {}
         self.plans = PlanCache()
+        self.host_arrays = HostArrays(int(os.environ.get("LAZYCV_HOST_POOL_MB", 1024)) << 20)
         self.since_flush = 0
         # buffers exported to / owned by foreign code, by id; weak values, so a recycled id of a
         # dead buffer never makes an unrelated one look shared

@@ -1,9 +1,13 @@
-"""The buffer pool: storage is recycled only once nothing can see it any more."""
+"""The buffer pools (device buffers, host arrays for downloads): storage is recycled only once
+nothing can see it any more."""
 import gc
 
+import cv2
 import numpy as np
 
-from lazycv.memory import BufferPool
+from lazycv.memory import BufferPool, HostArrays
+
+from .conftest import assert_close, rand_image, upload
 
 
 def _pool(cap=1 << 30):
@@ -59,3 +63,37 @@ def test_pool_is_bounded():
     del bufs
     gc.collect()
     assert pool.idle_bytes <= 100
+
+
+# ---------------------------------------------------------------- downloads into recycled memory
+
+def test_host_arrays_come_back_only_when_every_view_is_gone():
+    pool = HostArrays(1 << 30)
+    a = pool.empty((4, 5), np.dtype(np.float32))
+    a[:] = 7
+    addr = a.ctypes.data
+    part = a[1:3]                      # a slice of the array keeps the storage taken
+    del a
+    gc.collect()
+    b = pool.empty((4, 5), np.dtype(np.float32))
+    assert b.ctypes.data != addr
+    b[:] = 1
+    assert (part == 7).all()
+    del part
+    gc.collect()
+    c = pool.empty((4, 5), np.dtype(np.float32))
+    assert c.ctypes.data == addr and c.flags.writeable and c.flags.c_contiguous
+
+
+def test_downloads_reuse_memory_and_never_overwrite_a_kept_result(rng):
+    frames = [rand_image(rng, 6, 9, 3, np.uint8) for _ in range(3)]
+    kept = cv2.cuda.resize(upload(frames[0]), (5, 4)).download()
+    kept_view = kept[:, :, 0]
+    for f in frames[1:]:
+        for _ in range(2):             # dropped at once: the next download may reuse its memory
+            got = cv2.cuda.resize(upload(f), (5, 4)).download()
+            assert_close(got, cv2.resize(f, (5, 4)), what="download")
+            del got
+            gc.collect()
+    assert_close(kept, cv2.resize(frames[0], (5, 4)), what="a result kept across later downloads")
+    assert_close(kept_view, cv2.resize(frames[0], (5, 4))[:, :, 0], what="a view kept")

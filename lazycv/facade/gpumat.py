@@ -431,7 +431,9 @@ class GpuMat:
             dt = DEPTH_DTYPE[self._depth]
             if not (isinstance(dst, np.ndarray) and dst.shape == shape and dst.dtype == dt
                     and dst.flags.c_contiguous):
-                dst = np.empty(shape, dt)
+                # a synchronous download may reuse warm memory (an asynchronous copy could
+                # still be writing into storage that its dropped array gave back)
+                dst = STATE.host_arrays.empty(shape, dt) if stream is None else np.empty(shape, dt)
             device_to_host(self._alloc.buf, self._y0, self._x0 * self._cn, self._rows,
                            self._cols * self._cn, dst.reshape(self._rows, self._cols * self._cn), stream)
             if runtime.OBSERVERS:
