@@ -154,6 +154,9 @@ class CudaBackend(Backend):
         keeps the dispatcher). Safe because every generated module serves one signature (one
         overload); a dispatcher with several overloads always goes through typing."""
         direct = self._direct.get(fn) if self.launch_mode != "dispatcher" else None
+        if direct is None and self.launch_mode != "dispatcher" and not self.simulator \
+                and not fn.overloads:
+            direct = self._compile_apart(fn, args)
         if direct is not None:
             try:
                 direct.launch(grid, args, stream)
@@ -167,6 +170,33 @@ class CudaBackend(Backend):
         if direct is None and self.launch_mode != "dispatcher" and not self.simulator \
                 and len(fn.overloads) == 1:
             self._direct[fn] = _DirectLaunch(next(iter(fn.overloads.values())), self.launch_mode)
+
+    def _compile_apart(self, fn, args):
+        """Compile (or load from the disk cache) ``fn`` for ``args`` on a worker thread and
+        return its direct launcher; None to leave it to the dispatcher.
+
+        Numba's compiler catches exceptions internally and some outlive the compile in
+        reference cycles; their tracebacks hold every frame below them. Compiled on the
+        caller's stack, that is the user's code too, whose locals — lazy GpuMats the user has
+        dropped — then stay alive until a full garbage collection and get computed as live
+        results at the next flush (measured: an extra kernel and a recompile in a new process).
+        On its own thread the compile's frames end at the thread."""
+        import threading
+        from numba import typeof
+        out = {}
+
+        def work():
+            try:
+                out["kernel"] = fn.compile(tuple(typeof(a) for a in args))
+            except BaseException as e:      # reported by the dispatcher's own launch below
+                out["error"] = type(e)
+        t = threading.Thread(target=work, name="lazycv-compile")
+        t.start()
+        t.join()
+        if "kernel" not in out or len(fn.overloads) != 1:
+            return None
+        direct = self._direct[fn] = _DirectLaunch(next(iter(fn.overloads.values())), self.launch_mode)
+        return direct
 
     def launch(self, compiled, H, W, args, stream=None):
         bx, by, _ = BLOCK
@@ -251,7 +281,7 @@ def _load_array_registry_without_blas_probe():
         return
     try:
         linalg = importlib.import_module("numba.cuda.np.linalg")
-    except ImportError:
+    except Exception:          # whatever breaks here breaks numba-cuda's own load the same way
         return
     probe = getattr(linalg, "ensure_blas", None)
     if probe is None:
