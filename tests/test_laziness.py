@@ -267,3 +267,30 @@ def test_eager_intermediate_downloaded_after_its_consumer(rng):
             ref_r = cv2.resize(src, (7, 5), interpolation=cv2.INTER_NEAREST)
             assert_close(gray.download(), cv2.cvtColor(ref_r, cv2.COLOR_BGR2GRAY), 0)
             assert_close(r.download(), ref_r, 0)
+
+
+@pytest.mark.sim
+def test_results_dropped_by_a_returning_function_are_not_computed_later(rng):
+    """Lazy results a function dropped must be dead when it returns — even when its flush was
+    the first (compiling) launch of a kernel, whose library internals may keep exceptions and
+    their frames in reference cycles — or the next flush would compute them as live results.
+    The cyclic collector is off here so nothing but plain reference counting frees them."""
+    a = rand_image(rng, 9, 11, 3, np.uint8)
+    g = upload(a)
+
+    def chain(size):
+        r = cv2.cuda.resize(g, size)
+        f = r.convertTo(cv2.CV_32FC3, alpha=0.5)
+        return [p.download() for p in cv2.cuda.split(f)]
+    gc.disable()
+    try:
+        planes = chain((7, 5))
+        lazycv.reset_stats()
+        other = cv2.cuda.resize(g, (4, 3)).download()
+        assert lazycv.stats()["kernels_launched"] == 1
+    finally:
+        gc.enable()
+    ref = cv2.resize(a, (7, 5)).astype(np.float32) * np.float32(0.5)
+    for got, want in zip(planes, cv2.split(ref)):
+        assert_close(got, want, tol=1e-5, what="plane")
+    assert_close(other, cv2.resize(a, (4, 3)), what="later result")
