@@ -469,10 +469,7 @@ class _DirectLaunch:
         params = []
         for pack, v in zip(self.packers, args):
             if pack is None:
-                flat = getattr(v, "_lazycv_params", None)
-                if flat is None:
-                    flat = _flatten_array(v)
-                params += flat
+                params += _array_params(v)
             else:
                 params.append(pack(v))
         config = self.configs.get(grid)
@@ -486,10 +483,7 @@ class _DirectLaunch:
         values, floats = [], None
         for kind, v in zip(self.kinds, args):
             if kind is None:
-                flat = getattr(v, "_lazycv_params", None)
-                if flat is None:
-                    flat = _flatten_array(v)
-                values += flat
+                values += _array_params(v)
             elif kind == "i":
                 values.append(v)
             else:
@@ -522,6 +516,12 @@ def _cu_function(handle):
             raise RuntimeError(f"lazycv: cuKernelGetFunction failed: {err!r}")
         return fn
     return handle
+
+
+def _array_params(devary):
+    """An array argument's kernel parameters (worked out once per array object)."""
+    flat = getattr(devary, "_lazycv_params", None)
+    return _flatten_array(devary) if flat is None else flat
 
 
 def _flatten_array(devary):
