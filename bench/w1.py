@@ -59,6 +59,23 @@ def lazycv_setup(frames, fuse):
     return run
 
 
+def lazycv_compose_setup(frames):
+    """W1 as one ``lazycv.compose`` call for the batch (the compose layer: later frames and
+    batches are made from the first frame's template), results left on the device."""
+    import cv2
+    import lazycv
+    lazycv.enable(fuse=True)
+    gpus = []
+    for f in frames:
+        g = cv2.cuda_GpuMat()
+        g.upload(f)
+        gpus.append(g)
+    p = lazycv.compose(lazycv.resize((640, 640)), lazycv.cvt_color(cv2.COLOR_BGR2RGB),
+                       lazycv.convert(np.float32, 1 / 255), lazycv.normalize(MEAN, STD),
+                       lazycv.to_planar(), lazycv.write(device=True))
+    return lambda: p(gpus)
+
+
 def set_launch_mode(mode):
     """Switch the CUDA backend's launch path (driver / packed / overload / dispatcher) for a
     contestant; kernels launched before go through the new path too."""
@@ -133,6 +150,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel")
     ap.add_argument("--no-eager", action="store_true", help="skip lazycv fuse=False")
+    ap.add_argument("--compose", action="store_true", help="add W1 as one lazycv.compose call per batch")
     ap.add_argument("--launch-modes", default="driver",
                     help="CUDA launch paths to compare for lazycv fused: driver,packed,overload,dispatcher")
     args = ap.parse_args(argv)
@@ -148,6 +166,8 @@ def main(argv=None):
             name = "lazycv fused" if mode == "driver" else f"lazycv fused ({mode})"
             contestants.append((name, lambda mode=mode: (set_launch_mode(mode), lazycv_setup(frames, True))[1],
                                 lazycv_result))
+        if args.compose:
+            contestants.append(("lazycv compose", lambda: lazycv_compose_setup(frames), lazycv_result))
         if not args.no_eager:
             contestants.append(("lazycv eager", lambda: lazycv_setup(frames, False), lazycv_result))
         for name in [p for p in args.peers.split(",") if p]:

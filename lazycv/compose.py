@@ -22,6 +22,7 @@ import numbers
 import cv2
 import numpy as np
 
+from . import ir
 from ._types import DEPTH_DTYPE, DTYPE_DEPTH, is_float
 from .errors import StsBadArg, StsBadSize, StsUnsupportedFormat, cv_error
 from .runtime import STATE
@@ -318,6 +319,8 @@ class Write(Step):
 
 # ---------------------------------------------------------------- the pipeline
 
+_DETERMINISTIC = (Crop, Resize, CvtColor, Convert, Normalize, ToPlanar)
+
 def _flat(values):
     out = []
     for v in values:
@@ -348,6 +351,10 @@ class Pipeline:
             if isinstance(s, ToPlanar):
                 raise cv_error("lazycv::compose", "to_planar() must be the last step before write()", StsBadArg)
         self.body = tuple(body)
+        # built-in steps record the same nodes for every input of one size and type, so later
+        # items come from the first one's template (lazycv.template); a callable may not
+        self._templates = {} if all(type(s) in _DETERMINISTIC and not (type(s) is Crop and callable(s.rect))
+                                    for s in body) else None
 
     def __repr__(self):
         return "compose(" + ", ".join(repr(s) for s in self.steps) + ")"
@@ -358,12 +365,44 @@ class Pipeline:
             m = s.apply(m, stream)
         return m
 
+    def _items(self, mats, stream):
+        """Every item through the steps. An item whose input has the size and type of an
+        earlier one is made from that item's template instead of calling each step again (the
+        same nodes, ~6x less Python); memory shared with foreign code is read at each call, so
+        such an input goes through the steps."""
+        if self._templates is None:
+            return [self._item(m, stream) for m in mats]
+        from .ops.common import check_stream, gpumat_cls
+        from .template import ItemTemplate, input_key
+        check_stream("lazycv::compose", stream)
+        GpuMat = gpumat_cls()
+        out = []
+        for m in mats:
+            key = input_key(m)
+            t = self._templates.get(key)
+            if t is not None and not (STATE.any_shared and self._reads_shared(m)):
+                out.append(t.instantiate(m, GpuMat))
+                continue
+            since = ir.mark()
+            r = self._item(m, stream)
+            if key not in self._templates:
+                if len(self._templates) >= 16:
+                    self._templates.clear()
+                self._templates[key] = ItemTemplate.capture(m, r, since)
+            out.append(r)
+        return out
+
+    @staticmethod
+    def _reads_shared(m):
+        v = m._value()
+        return v.is_source and STATE.shared_bufs.get(id(v.buf)) is v.buf
+
     def record(self, frames, stream=None):
         """The lazy results (nothing runs): one per frame for a batch (a list), else one. A
         result is a GpuMat, or a list of planes after to_planar()."""
         with STATE.lock:
             mats, batch = self.reader.load(frames, stream)
-            outs = [self._item(m, stream) for m in mats]
+            outs = self._items(mats, stream)
         return outs if batch else outs[0]
 
     def launch(self, frames, stream=None):
@@ -383,7 +422,7 @@ class Pipeline:
         out = w.out if out is None else out
         with STATE.lock:
             mats, batch = self.reader.load(frames, stream)
-            res = [self._item(m, stream) for m in mats]
+            res = self._items(mats, stream)
             if w.device:
                 return self._write_device(res, batch, out, stream)
             from . import materialize

@@ -144,6 +144,11 @@ def new_recording():
     return done
 
 
+def mark():
+    """A number below the ``seq`` of every node recorded from now on."""
+    return next(_RECORDED)
+
+
 def resolved(value):
     """The value to read: a computed node is read from its result."""
     if not value.is_source and value.result is not None:

@@ -199,3 +199,51 @@ def test_errors_are_clear(rng):
         lazycv.compose(lazycv.resize((4, 4)))(frame, out=np.zeros((4, 4, 3), np.uint8))
     # after errors, pipelines still run
     np.testing.assert_array_equal(p(frame), frame)
+
+
+# ---------------------------------------------------------------- item templates
+
+def _steps_only(p):
+    """The same pipeline with item templates off: every item calls every step."""
+    q = lazycv.compose(*p.steps)
+    q._templates = None
+    return q
+
+
+@pytest.mark.sim
+def test_items_from_a_template_record_what_the_steps_record(rng):
+    (h, w), rect, out = _geom()
+    p = pipeline(rect, out)
+    frames = [rand_image(rng, h, w, 3, np.uint8) for _ in range(4)]
+    gpus = [upload(f) for f in frames]
+    lazy_input = cv2.cuda.cvtColor(cv2.cuda.cvtColor(upload(frames[3]), cv2.COLOR_BGR2RGB), cv2.COLOR_RGB2BGR)
+    # the same kernels planned (explain reads every node's op, parameters, type and size)
+    for batch in (gpus, [lazy_input, lazy_input], np.stack(frames)):
+        assert p.explain(batch) == _steps_only(p).explain(batch)
+    lazycv.materialize(lazy_input)
+    got = p(gpus + [lazy_input])
+    for i, f in enumerate(frames + [frames[3]]):
+        assert_close(got[i], cpu_reference(f, rect, out), 1e-6, rel=1e-5)
+    assert np.array_equal(got, _steps_only(p)(gpus + [lazy_input]))
+
+
+@pytest.mark.sim
+def test_templates_follow_the_input_size_and_a_callable_crop_runs_per_item(rng):
+    (h, w), rect, out = _geom()
+    a, b = rand_image(rng, h, w, 3, np.uint8), rand_image(rng, h + 3, w - 2, 3, np.uint8)
+    q = lazycv.compose(lazycv.cvt_color(cv2.COLOR_BGR2GRAY), lazycv.convert(np.float32, 0.5),
+                       lazycv.write(stack=False))
+    got = q([a, b, a, b])
+    for img, g in zip((a, b, a, b), got):
+        assert_close(g, cv2.cvtColor(img, cv2.COLOR_BGR2GRAY).astype(np.float32) * np.float32(0.5), 1e-6)
+    calls = []
+
+    def moving(fw, fh):                   # a different crop at every call (an augmentation)
+        calls.append(1)
+        k = len(calls) % 3
+        return (k, k, fw - 3, fh - 3)
+    c = lazycv.compose(lazycv.crop(moving), lazycv.write(stack=False))
+    got = c([a, a, a])
+    assert len(calls) == 3
+    for k, g in zip((1, 2, 0), got):
+        np.testing.assert_array_equal(g, a[k:k + h - 3, k:k + w - 3])
