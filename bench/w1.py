@@ -26,16 +26,23 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 
 
-def lazycv_setup(frames, fuse):
-    """Upload the frames (untimed); return a callable running W1 over the batch as user code."""
+def upload_all(frames):
+    """One GpuMat per frame (untimed setup)."""
     import cv2
-    import lazycv
-    lazycv.enable(fuse=fuse)
     gpus = []
     for f in frames:
         g = cv2.cuda_GpuMat()
         g.upload(f)
         gpus.append(g)
+    return gpus
+
+
+def lazycv_setup(frames, fuse):
+    """Upload the frames (untimed); return a callable running W1 over the batch as user code."""
+    import cv2
+    import lazycv
+    lazycv.enable(fuse=fuse)
+    gpus = upload_all(frames)
     std = cv2.cuda_GpuMat(640, 640, cv2.CV_32FC3)
     std.setTo(STD)
 
@@ -65,11 +72,7 @@ def lazycv_compose_setup(frames):
     import cv2
     import lazycv
     lazycv.enable(fuse=True)
-    gpus = []
-    for f in frames:
-        g = cv2.cuda_GpuMat()
-        g.upload(f)
-        gpus.append(g)
+    gpus = upload_all(frames)
     p = lazycv.compose(lazycv.resize((640, 640)), lazycv.cvt_color(cv2.COLOR_BGR2RGB),
                        lazycv.convert(np.float32, 1 / 255), lazycv.normalize(MEAN, STD),
                        lazycv.to_planar(), lazycv.write(device=True))
