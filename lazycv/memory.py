@@ -14,12 +14,14 @@ import numpy as np
 class BufferPool:
     """Free lists keyed by (shape, dtype), bounded by ``cap_bytes`` of idle storage."""
 
-    def __init__(self, new_storage, view_of, cap_bytes, items_of=None):
+    def __init__(self, new_storage, view_of, cap_bytes, items_of=None, lifetime_of=None):
         """``items_of(storage, n, slab)``, when given, builds a slab's item views that keep the
-        ``slab`` view alive (then one finalizer on the slab suffices); by default items are
-        ``storage[b]`` and each gets its own finalizer."""
+        slab's lifetime object alive (then one finalizer on it suffices); by default items are
+        ``storage[b]`` and each gets its own finalizer. ``lifetime_of(view)`` is the object
+        whose end means nothing can reach the view's storage any more (default: the view)."""
         self._new, self._view, self.cap = new_storage, view_of, cap_bytes
         self._items = items_of
+        self._lifetime = lifetime_of or (lambda view: view)
         self._free = {}
         self._idle_bytes = 0
         self._finalizers = {}
@@ -40,7 +42,7 @@ class BufferPool:
         key = (shape, dtype.str)
         storage = self._take(key, shape, dtype)
         buf = self._view(storage)
-        fin = weakref.finalize(buf, self._release, key, storage, id(buf))
+        fin = weakref.finalize(self._lifetime(buf), self._release, key, storage, id(buf))
         fin.atexit = False
         self._finalizers[id(buf)] = fin
         return buf
@@ -54,7 +56,7 @@ class BufferPool:
         slab = self._view(storage)
         if self._items is not None:
             items = self._items(storage, n, slab)
-            f = weakref.finalize(slab, self._release, key, storage, None)
+            f = weakref.finalize(self._lifetime(slab), self._release, key, storage, None)
             f.atexit = False
             return slab, items
         items = [storage[b] for b in range(n)]
@@ -91,6 +93,22 @@ class BufferPool:
         return self._idle_bytes
 
 
+def host_view(storage):
+    """An array over ``storage`` whose ``base`` is a memoryview that every view or slice of it
+    shares (numpy collapses base chains to the first object that is not an array): that
+    memoryview's end is the storage's last use. None where numpy does not do that."""
+    arr = np.asarray(memoryview(storage))
+    owner = arr.base
+    if type(owner) is not memoryview or owner.obj is not storage or arr.dtype != storage.dtype:
+        return None
+    return arr
+
+
+def host_storage_user(view):
+    """The object whose end frees a :func:`host_view`'s storage."""
+    return view.base
+
+
 class HostArrays:
     """Recycled host arrays for downloads.
 
@@ -121,11 +139,10 @@ class HostArrays:
                 storage = None
         if storage is None:
             storage = np.empty(shape, dtype)
-        arr = np.asarray(memoryview(storage))
-        owner = arr.base
-        if type(owner) is not memoryview or owner.obj is not storage or arr.dtype != dtype:
+        arr = host_view(storage)
+        if arr is None:
             return storage              # not trackable here: hand out the storage itself
-        weakref.finalize(owner, self._release, key, storage).atexit = False
+        weakref.finalize(arr.base, self._release, key, storage).atexit = False
         return arr
 
     def _release(self, key, storage):

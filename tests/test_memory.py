@@ -4,8 +4,9 @@ import gc
 
 import cv2
 import numpy as np
+import pytest
 
-from lazycv.memory import BufferPool, HostArrays
+from lazycv.memory import BufferPool, HostArrays, host_storage_user, host_view
 
 from .conftest import assert_close, rand_image, upload
 
@@ -41,11 +42,20 @@ def test_pinned_storage_never_goes_back_to_the_pool():
     assert pool.idle_bytes == 8 * 4                  # an unpinned one does go back
 
 
-def test_slab_returns_only_after_every_item_is_gone():
-    pool = _pool()
+def _shared_base_pool():
+    """The CPU backend's configuration: views share one memoryview base, one finalizer a slab."""
+    return BufferPool(lambda shape, dt: np.empty(shape, dt), host_view, 1 << 30,
+                      items_of=lambda storage, n, slab: [slab[b] for b in range(n)],
+                      lifetime_of=host_storage_user)
+
+
+@pytest.mark.parametrize("make", [_pool, _shared_base_pool], ids=["per-item finalizers", "shared base"])
+def test_slab_returns_only_after_every_item_is_gone(make):
+    pool = make()
     slab, items = pool.alloc_batch(3, (2, 5), np.dtype(np.int16))
     addr = slab.ctypes.data
-    keep = items[1]
+    # the shared base also keeps a slice's storage taken (per-item finalizers see items only)
+    keep = items[1][1:] if make is _shared_base_pool else items[1]
     del slab, items
     gc.collect()
     assert pool.idle_bytes == 0                     # one item still alive
