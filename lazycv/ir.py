@@ -9,6 +9,7 @@ A *value* is either a :class:`Source` (a region of memory that already holds dat
 frame size or mean value never recompiles.
 """
 import itertools
+import weakref
 
 _RECORDED = itertools.count()
 
@@ -41,7 +42,7 @@ class Allocation:
 
 class Source:
     """An immutable view of materialised data: a buffer and a region of it."""
-    __slots__ = ("buf", "y0", "x0", "rows", "cols", "depth", "cn")
+    __slots__ = ("buf", "y0", "x0", "rows", "cols", "depth", "cn", "__weakref__")
     is_source = True
 
     def __init__(self, buf, y0, x0, rows, cols, depth, cn):
@@ -67,7 +68,7 @@ class Node:
         h = 0
         rec = RECORDING
         if rec.open:
-            pos, refs = rec.pos, []
+            pos, objs, refs = rec.pos, rec.objs, []
             for v in inputs:
                 if not v.is_source:
                     if v.result is not None:
@@ -75,7 +76,7 @@ class Node:
                     elif v.height >= h:
                         h = v.height + 1
                 p = pos.get(id(v))
-                refs.append(rec.first_seen(v) if p is None else p)
+                refs.append(p if p is not None and objs[p]() is v else rec.first_seen(v))
             self.height = h
             if rec.open:                              # (reading an older pending result closes it)
                 rec.add(self, (op, static, depth, cn, rows, cols, h, tuple(refs)))
@@ -94,7 +95,9 @@ class Recording:
     repeats an earlier one (the next frame, the same ROI loop) finds its plan without walking
     the graph (see plancache.PlanCache.replay).
 
-    ``objs`` holds the recorded nodes and the memory they read, in first-use order; ``tokens``
+    ``objs`` holds weak references to the recorded nodes and the memory they read, in
+    first-use order (a result the user dropped must not keep its frames alive until the next
+    flush; ids are checked against them, since a dead value's id may come back); ``tokens``
     one structural token each (a node: op, static parameters, type, size, height and the
     positions of its inputs; memory: which buffer — numbered in first-seen order — type and
     size). A recording *closes* (stops encoding and lets go of its objects) when a node reads
@@ -114,16 +117,31 @@ class Recording:
         if not v.is_source or not self.open:
             self.close()
             return -1
-        return self.add(v, (self.bufs.setdefault(id(v.buf), len(self.bufs)), v.depth, v.cn, v.rows, v.cols))
+        buf, bufs = v.buf, self.bufs
+        known = bufs.get(id(buf))
+        if known is None or known[1]() is not buf:
+            known = bufs[id(buf)] = (len(bufs), weakref.ref(buf))
+        return self.add(v, (known[0], v.depth, v.cn, v.rows, v.cols))
 
     def add(self, v, token):
         objs = self.objs
         p = self.pos[id(v)] = len(objs)
-        objs.append(v)
+        objs.append(weakref.ref(v))
         self.tokens.append(token)
         if p >= self.LIMIT:
             self.close()
         return p
+
+    def position(self, v):
+        """``v``'s position; KeyError when ``v`` was not recorded here."""
+        p = self.pos[id(v)]
+        if self.objs[p]() is not v:
+            raise KeyError(id(v))
+        return p
+
+    def values(self):
+        """The recorded values by position (None where one is gone)."""
+        return [r() for r in self.objs]
 
     def key(self):
         """The recording's structure, hashable (None once closed)."""

@@ -86,11 +86,12 @@ class _Plan:
 
 
 def _freeze(kernels, phases, pos):
+    """The plan in positions; ``pos(value)`` is a value's position (KeyError if it has none)."""
     ki = {id(k): j for j, k in enumerate(kernels)}
     plan = _Plan()
-    plan.kernels = [(k.rows, k.cols, k.level, [pos[id(n)] for n in k.outputs],
-                     [pos[id(n)] for n in k.nodes]) for k in kernels]
-    plan.phases = [[[[(ki[id(k)], [pos[id(v)] for v in lay.values], lay.signature, lay.outputs,
+    plan.kernels = [(k.rows, k.cols, k.level, [pos(n) for n in k.outputs],
+                     [pos(n) for n in k.nodes]) for k in kernels]
+    plan.phases = [[[[(ki[id(k)], [pos(v) for v in lay.values], lay.signature, lay.outputs,
                        lay.inputs) for k, lay in kind] for kind in launch] for launch in phase]
                    for phase in phases]
     return plan
@@ -139,7 +140,7 @@ class PlanCache:
             stats["plan_hits"] += 1
             return _thaw(plan, graph.objs)
         kernels, phases = build()
-        self._plans[key] = _freeze(kernels, phases, graph.pos)
+        self._plans[key] = _freeze(kernels, phases, lambda v: graph.pos[id(v)])
         _bound(self._plans)
         return kernels, phases
 
@@ -151,10 +152,10 @@ class PlanCache:
         ``rec`` (pending since an earlier flush) or ``rec`` closed."""
         if not rec.open:
             return None
-        pos, live = rec.pos, []
+        pos, objs, live = rec.pos, rec.objs, []
         for m in mats:
             p = pos.get(id(m._node))
-            if p is None:
+            if p is None or objs[p]() is not m._node:
                 return None
             live.append((p, m._alloc is not None, id(m) in requested))
         return fuse, rec.key(), tuple(live)
@@ -169,7 +170,7 @@ class PlanCache:
             return None
         self._replays.move_to_end(key)
         stats["plan_hits"] += 1
-        kernels, phases = _thaw(hit.plan, rec.objs)
+        kernels, phases = _thaw(hit.plan, rec.values())
         return [mats[i] for i in hit.sinks], kernels, phases
 
     def remember(self, key, rec, mats, sinks, kernels, phases):
@@ -177,7 +178,7 @@ class PlanCache:
         if key is None or not kernels:
             return
         try:
-            plan = _freeze(kernels, phases, rec.pos)
+            plan = _freeze(kernels, phases, rec.position)
         except KeyError:        # the plan reads something the recording did not see
             return
         at = {id(m): i for i, m in enumerate(mats)}

@@ -197,3 +197,23 @@ def test_a_long_recording_stops_encoding_and_stays_correct(rng, monkeypatch):
         assert_close(acc.download(), a + np.float32(8), tol=1e-5, what=f"run {it}")
     # too long to replay, but the plan cache (which walks the graph) still serves run 1
     assert lazycv.stats()["plan_hits"] == 1
+
+
+def test_a_recording_does_not_keep_dropped_frames_alive(rng):
+    """Results dropped before any flush must let their frames go at once (the recording only
+    refers to what it encodes)."""
+    import gc
+    import weakref
+    gone = []
+    for _ in range(3):
+        g = upload(rand_image(rng, 9, 11, 3, np.uint8))
+        r = cv2.cuda.multiply(cv2.cuda.resize(g, (7, 5)), (2.0, 2.0, 2.0))
+        gone.append(weakref.ref(g._alloc.buf))
+        del g, r
+    gc.collect()
+    assert all(w() is None for w in gone)
+    # and the recording still encodes and replays what comes next
+    a = rand_image(rng, 9, 11, 3, np.uint8)
+    for it in range(2):
+        check(chain(upload(a), 0.5), a, 0.5)
+    assert lazycv.stats()["plan_hits"] >= 1
