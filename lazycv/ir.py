@@ -120,7 +120,11 @@ class Recording:
         buf, bufs = v.buf, self.bufs
         known = bufs.get(id(buf))
         if known is None or known[1]() is not buf:
-            known = bufs[id(buf)] = (len(bufs), weakref.ref(buf))
+            try:
+                known = bufs[id(buf)] = (len(bufs), weakref.ref(buf))
+            except TypeError:          # memory of a kind that takes no weak reference
+                self.close()
+                return -1
         return self.add(v, (known[0], v.depth, v.cn, v.rows, v.cols))
 
     def add(self, v, token):
