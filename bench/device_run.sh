@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: install the carried wheels, check the CUDA path with the test suite's small
-# cases on the real GPU, run the demo, then W1 (with its peers), W3/W4 and W7. The console log
-# goes to $OUT/log.txt (W1 with the compose row), each benchmark's JSON to $OUT (the device tool returns few files).
+# cases on the real GPU, run the demo, then W1 (with its peers and the compose row), W3/W4 and
+# W7. The console log goes to $OUT/log.txt, each benchmark's JSON to $OUT (the device tool
+# returns few files).
 #   TEST_FILES=...  test files for the GPU check (default: all of tests/, -m sim selects)
 #   SKIP_TESTS=1, SKIP_W7=1  leave those parts out
 set -uo pipefail
