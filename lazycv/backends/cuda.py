@@ -413,8 +413,8 @@ class _DirectLaunch:
     missing.
     """
     __slots__ = ("kernel", "mode", "packers", "cukernel", "configs", "to_core_stream",
-                 "default_stream", "config_cls", "launch_fn", "kinds", "slots", "f64", "f32",
-                 "slot_ptrs", "slot_ptr_addr", "cufunc", "cu_launch")
+                 "default_stream", "config_cls", "launch_fn", "kinds", "slots", "cufunc",
+                 "cu_launch")
 
     def __init__(self, kernel, mode):
         from cuda.core import LaunchConfig, launch
@@ -452,11 +452,7 @@ class _DirectLaunch:
             except ImportError:
                 self.mode = "packed"
         if self.mode == "driver":
-            # little-endian 8-byte slots: a 4-byte parameter is read from its slot's low half
-            self.slots = np.zeros(max(nslots, 1), np.int64)
-            self.f64, self.f32 = self.slots.view(np.float64), self.slots.view(np.float32)
-            self.slot_ptrs = np.arange(nslots, dtype=np.uint64) * 8 + self.slots.ctypes.data
-            self.slot_ptr_addr = self.slot_ptrs.ctypes.data
+            self.slots = ParamSlots(kinds, nslots)
 
     def launch(self, grid, args, stream):
         if self.mode == "driver":
@@ -480,6 +476,31 @@ class _DirectLaunch:
         self.launch_fn(core_stream, config, self.cukernel, *params)
 
     def _launch_driver(self, grid, args, stream):
+        self.slots.write(args)
+        if self.cufunc is None:
+            self.cufunc = _cu_function(self.kernel._codelibrary.get_cufunc().handle)
+        err, = self.cu_launch(self.cufunc, grid[0], grid[1], grid[2], BLOCK[0], BLOCK[1], BLOCK[2], 0,
+                              0 if stream is None else int(stream.handle or 0), self.slots.pointers, 0)
+        if err:
+            raise RuntimeError(f"lazycv: cuLaunchKernel failed: {err!r}")
+
+
+class ParamSlots:
+    """A kernel's parameters as ``cuLaunchKernel`` reads them: one 8-byte slot per parameter
+    and an array of pointers to the slots (``pointers``: its address), both made once. Kinds
+    per argument: None (an array: its flattened parameters), "i", "f32", "f64". Slots are
+    little-endian, so a 4-byte parameter is read from its slot's low half."""
+    __slots__ = ("kinds", "ints", "f64", "f32", "_ptrs", "pointers")
+
+    def __init__(self, kinds, nslots):
+        self.kinds = kinds
+        self.ints = np.zeros(max(nslots, 1), np.int64)
+        self.f64, self.f32 = self.ints.view(np.float64), self.ints.view(np.float32)
+        self._ptrs = np.arange(nslots, dtype=np.uint64) * 8 + self.ints.ctypes.data
+        self.pointers = self._ptrs.ctypes.data
+
+    def write(self, args):
+        """This launch's values, with one numpy assignment for the integer slots."""
         values, floats = [], None
         for kind, v in zip(self.kinds, args):
             if kind is None:
@@ -491,19 +512,13 @@ class _DirectLaunch:
                     floats = []
                 floats.append((len(values), kind, v))
                 values.append(0)
-        self.slots[:] = values
+        self.ints[:] = values
         if floats:
             for i, kind, v in floats:
                 if kind == "f64":
                     self.f64[i] = v
                 else:
                     self.f32[2 * i] = v
-        if self.cufunc is None:
-            self.cufunc = _cu_function(self.kernel._codelibrary.get_cufunc().handle)
-        err, = self.cu_launch(self.cufunc, grid[0], grid[1], grid[2], BLOCK[0], BLOCK[1], BLOCK[2], 0,
-                              0 if stream is None else int(stream.handle or 0), self.slot_ptr_addr, 0)
-        if err:
-            raise RuntimeError(f"lazycv: cuLaunchKernel failed: {err!r}")
 
 
 def _cu_function(handle):
