@@ -182,7 +182,9 @@ class Emitter:
             row = self.let(f"{s}_y + {y}", "r")
             col = self.let(f"({s}_x + {x}) * {value.cn}", "c")
             load = "{}" if is_float(value.depth) else self.spellings["int_load"]
-            got = [self.let(load.format(f"{s}[{row}, {col} + {c}]"), "v") for c in range(value.cn)]
+            ix = self.spellings["index"]
+            got = [self.let(load.format(f"{s}[{ix.format(row)}, {ix.format(f'{col} + {c}')}]"), "v")
+                   for c in range(value.cn)]
         else:
             exprs = value.op.emit(self, value, y, x)
             assert len(exprs) == value.cn, (value, exprs)
@@ -214,8 +216,9 @@ def emit_body(layout, prefix="", spellings=None):
         em.params += [o, f"{o}_y", f"{o}_x"]
         em.lines.append(f"_{p}or{k} = {o}_y + y")
         em.lines.append(f"_{p}oc{k} = ({o}_x + x) * {v.cn}")
+        ix = em.spellings["index"]
         for c, var in enumerate(outs[k]):
-            em.lines.append(f"{o}[_{p}or{k}, _{p}oc{k} + {c}] = {var}")
+            em.lines.append(f"{o}[{ix.format(f'_{p}or{k}')}, {ix.format(f'_{p}oc{k} + {c}')}] = {var}")
     return em
 
 

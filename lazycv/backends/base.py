@@ -15,6 +15,7 @@ class Backend:
         "floor_i32": "np.int32(np.floor({}))",
         "rint_i32": "np.int32(np.rint({}))",          # a float32 or float64 value
         "rint_f32_i32": "np.int32(np.rint({}))",      # a float32 value
+        "index": "{}",                                # an array index (never negative)
     }
 
     def debug_source(self, module_name, source):

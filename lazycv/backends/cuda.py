@@ -60,13 +60,13 @@ class CudaBackend(Backend):
         self.name = "cuda-sim" if simulator else "cuda"
         if simulator:                 # plain Python: keep ints unbounded (numpy scalars wrap)
             self.spellings = {"int_load": "int({})", "floor_i32": "int(math.floor({}))",
-                              "rint_i32": "round({})", "rint_f32_i32": "round({})"}
+                              "rint_i32": "round({})", "rint_f32_i32": "round({})", "index": "{}"}
         else:
             # math.floor is floorf/floor on the GPU; round() goes through float64 and int64,
             # libdevice's float2int_rn is one cvt.rni.s32.f32
             self.spellings = {"int_load": "np.int32({})", "floor_i32": "np.int32(math.floor({}))",
                               "rint_i32": "np.int32(round({}))",
-                              "rint_f32_i32": "cuda.libdevice.float2int_rn({})"}
+                              "rint_f32_i32": "cuda.libdevice.float2int_rn({})", "index": "{}"}
         self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "driver")
         if self.launch_mode not in LAUNCH_MODES:
             raise ValueError(f"lazycv: LAZYCV_LAUNCH must be one of {', '.join(LAUNCH_MODES)}, "
