@@ -104,11 +104,12 @@ class Recording:
     a pending result of an earlier flush, which its positions cannot name, or when it holds
     more than ``LIMIT`` values: such flushes are planned the general way.
     """
-    __slots__ = ("objs", "pos", "tokens", "bufs", "open")
+    __slots__ = ("objs", "pos", "tokens", "bufs", "nbufs", "open")
     LIMIT = 8192
 
     def __init__(self):
         self.objs, self.pos, self.tokens, self.bufs = [], {}, [], {}
+        self.nbufs = 0              # buffers numbered so far (an id may come back: not len(bufs))
         self.open = True
 
     def first_seen(self, v):
@@ -121,10 +122,11 @@ class Recording:
         known = bufs.get(id(buf))
         if known is None or known[1]() is not buf:
             try:
-                known = bufs[id(buf)] = (len(bufs), weakref.ref(buf))
+                known = bufs[id(buf)] = (self.nbufs, weakref.ref(buf))
             except TypeError:          # memory of a kind that takes no weak reference
                 self.close()
                 return -1
+            self.nbufs += 1
         return self.add(v, (known[0], v.depth, v.cn, v.rows, v.cols))
 
     def add(self, v, token):

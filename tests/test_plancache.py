@@ -217,3 +217,27 @@ def test_a_recording_does_not_keep_dropped_frames_alive(rng):
     for it in range(2):
         check(chain(upload(a), 0.5), a, 0.5)
     assert lazycv.stats()["plan_hits"] >= 1
+
+
+def test_buffers_are_numbered_apart_even_when_a_dead_ones_id_comes_back():
+    """A recording numbers buffers in first-seen order; a new buffer that reuses a dead one's
+    id must get a number of its own, not one another live buffer already has."""
+    from lazycv import ir
+
+    class Buf:
+        pass
+
+    def source(buf):
+        return ir.Source(buf, 0, 0, 2, 2, 0, 1)
+    rec = ir.Recording()
+    a, b = Buf(), Buf()
+    rec.first_seen(source(a))
+    rec.first_seen(source(b))
+    rec.bufs[id(b)] = (1, lambda: None)      # as if b had died and its id were free again
+    c = Buf()
+    rec.bufs[id(c)] = rec.bufs.pop(id(b))    # ... and c had been given that id
+    rec.first_seen(source(c))
+    d = Buf()
+    rec.first_seen(source(d))
+    slots = [tok[0] for tok in rec.tokens]
+    assert len(set(slots)) == 4, slots
