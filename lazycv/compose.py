@@ -368,7 +368,7 @@ class Pipeline:
     def _items(self, mats, stream):
         """Every item through the steps. An item whose input has the size and type of an
         earlier one is made from that item's template instead of calling each step again (the
-        same nodes, ~6x less Python); memory shared with foreign code is read at each call, so
+        same nodes, ~3x less Python); memory shared with foreign code is read at each call, so
         such an input goes through the steps."""
         if self._templates is None:
             return [self._item(m, stream) for m in mats]
