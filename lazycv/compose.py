@@ -25,7 +25,7 @@ import numpy as np
 from . import ir
 from ._types import DEPTH_DTYPE, DTYPE_DEPTH, is_float
 from .errors import StsBadArg, StsBadSize, StsUnsupportedFormat, cv_error
-from .runtime import STATE
+from .runtime import STATE, is_shared
 
 __all__ = ["compose", "Pipeline", "Step", "read", "crop", "resize", "cvt_color", "convert", "normalize",
            "to_planar", "write", "Call"]
@@ -378,24 +378,20 @@ class Pipeline:
         GpuMat = gpumat_cls()
         out = []
         for m in mats:
-            key = input_key(m)
+            v = m._value()
+            key = input_key(v)
             t = self._templates.get(key)
-            if t is not None and not (STATE.any_shared and self._reads_shared(m)):
-                out.append(t.instantiate(m, GpuMat))
+            if t is not None and not (STATE.any_shared and is_shared(v)):
+                out.append(t.instantiate(v, GpuMat))
                 continue
             since = ir.mark()
             r = self._item(m, stream)
             if key not in self._templates:
                 if len(self._templates) >= 16:
                     self._templates.clear()
-                self._templates[key] = ItemTemplate.capture(m, r, since)
+                self._templates[key] = ItemTemplate.capture(v, r, since)
             out.append(r)
         return out
-
-    @staticmethod
-    def _reads_shared(m):
-        v = m._value()
-        return v.is_source and STATE.shared_bufs.get(id(v.buf)) is v.buf
 
     def record(self, frames, stream=None):
         """The lazy results (nothing runs): one per frame for a batch (a list), else one. A

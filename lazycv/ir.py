@@ -67,24 +67,20 @@ class Node:
         self.result = None
         h = 0
         rec = RECORDING
-        if rec.open:
-            pos, objs, refs = rec.pos, rec.objs, []
-            for v in inputs:
-                if not v.is_source:
-                    if v.result is not None:
-                        v = v.result                  # computed earlier: read from memory
-                    elif v.height >= h:
-                        h = v.height + 1
+        recording = rec.open
+        pos, objs, refs = rec.pos, rec.objs, []
+        for v in inputs:
+            if not v.is_source:
+                if v.result is not None:
+                    v = v.result                      # computed earlier: read from memory
+                elif v.height >= h:
+                    h = v.height + 1
+            if recording:
                 p = pos.get(id(v))
                 refs.append(p if p is not None and objs[p]() is v else rec.first_seen(v))
-            self.height = h
-            if rec.open:                              # (reading an older pending result closes it)
-                rec.add(self, (op, static, depth, cn, rows, cols, h, tuple(refs)))
-            return
-        for v in inputs:
-            if not v.is_source and v.result is None and v.height >= h:
-                h = v.height + 1
         self.height = h
+        if recording and rec.open:                    # (reading an older pending result closes it)
+            rec.add(self, (op, static, depth, cn, rows, cols, h, tuple(refs)))
 
     def __repr__(self):
         return f"Node({self.op.name}{self.static} -> {self.rows}x{self.cols}x{self.cn} d{self.depth})"

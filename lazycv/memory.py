@@ -104,53 +104,20 @@ def host_view(storage):
     return arr
 
 
-def host_storage_user(view):
-    """The object whose end frees a :func:`host_view`'s storage."""
-    return view.base
+def host_pool(cap_bytes, exposed=False):
+    """A pool of numpy arrays (the CPU backend's buffers, or with ``exposed`` the arrays
+    ``download()`` hands to users).
 
-
-class HostArrays:
-    """Recycled host arrays for downloads.
-
-    A download into a fresh multi-megabyte numpy array pays first-touch page faults (several ms
-    per 5 MB on small machines) whenever the allocator has returned the previous one to the OS;
-    the same download into warm memory costs the copy only. So a download without ``dst``
-    returns an array over pooled storage, and the storage comes back once every array that
-    reaches it is garbage: numpy makes such an array's base a memoryview of the storage, and
-    every view or slice of it shares that base (numpy collapses base chains to the first object
-    that is not an array), so the memoryview's end is the last use. Where numpy does not do
-    that, the array is simply not pooled.
-    """
-
-    def __init__(self, cap_bytes):
-        self.cap = cap_bytes
-        self._free = {}
-        self._idle_bytes = 0
-
-    def empty(self, shape, dtype):
-        key = (shape, dtype.str)
-        lst = self._free.get(key)
-        storage = None
-        if lst:
-            try:
-                storage = lst.pop()
-                self._idle_bytes -= storage.nbytes
-            except IndexError:          # another thread took the last one
-                storage = None
-        if storage is None:
-            storage = np.empty(shape, dtype)
-        arr = host_view(storage)
-        if arr is None:
-            return storage              # not trackable here: hand out the storage itself
-        weakref.finalize(arr.base, self._release, key, storage).atexit = False
-        return arr
-
-    def _release(self, key, storage):
-        if self._idle_bytes + storage.nbytes > self.cap:
-            return
-        self._free.setdefault(key, []).append(storage)
-        self._idle_bytes += storage.nbytes
-
-    def clear(self):
-        self._free.clear()
-        self._idle_bytes = 0
+    A fresh multi-megabyte array pays first-touch page faults (several ms per 5 MB on small
+    machines) whenever the allocator has returned the previous one to the OS; warm memory costs
+    the copy only. Each array is a :func:`host_view`, so its storage comes back once every view
+    or slice of it is garbage, and a slab's items share the slab's base: one finalizer a slab.
+    Where numpy does not give such bases, views are tracked one by one — fine for lazycv's own
+    buffers, not for arrays users may slice, which are then not recycled (``exposed``)."""
+    def new(shape, dt):
+        return np.empty(shape, dt)
+    if host_view(np.empty(1, np.uint8)) is None:
+        return BufferPool(new, lambda st: st.view(), 0 if exposed else cap_bytes)
+    return BufferPool(new, host_view, cap_bytes,
+                      items_of=lambda storage, n, slab: [slab[b] for b in range(n)],
+                      lifetime_of=lambda view: view.base)

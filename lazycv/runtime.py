@@ -24,7 +24,7 @@ import numpy as np
 from . import backends, codegen, ir, planner
 from ._types import DEPTH_DTYPE
 from .ir import Allocation, Source, source_bufs
-from .memory import HostArrays
+from .memory import host_pool
 from .plancache import Graph, PlanCache
 
 STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "cache_hits",
@@ -44,7 +44,8 @@ class State:
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.caches = {}
         self.plans = PlanCache()
-        self.host_arrays = HostArrays(int(os.environ.get("LAZYCV_HOST_POOL_MB", 1024)) << 20)
+        # arrays download() hands out: recycled warm memory (memory.host_pool)
+        self.host_arrays = host_pool(int(os.environ.get("LAZYCV_HOST_POOL_MB", 1024)) << 20, exposed=True)
         self.since_flush = 0
         # buffers exported to / owned by foreign code, by id; weak values, so a recycled id of a
         # dead buffer never makes an unrelated one look shared
@@ -109,10 +110,14 @@ def export(alloc):
     STATE.any_shared = True
 
 
+def is_shared(value):
+    """True when ``value`` is memory foreign code can see."""
+    return value.is_source and STATE.shared_bufs.get(id(value.buf)) is value.buf
+
+
 def reads_shared_memory(node):
     """True when ``node`` reads memory foreign code can see (so it must run at the call)."""
-    shared = STATE.shared_bufs
-    return bool(shared) and any(i.is_source and shared.get(id(i.buf)) is i.buf for i in node.inputs)
+    return bool(STATE.shared_bufs) and any(is_shared(i) for i in node.inputs)
 
 
 # ---------------------------------------------------------------- observers

@@ -18,19 +18,18 @@ class ItemTemplate:
     cols, depth, cn) or ("view", dy, dx, rows, cols) — a region of the input memory; a ref is
     -1 for the input itself or an earlier entry's index. ``outputs`` index the result
     entries (one, or one per plane); ``planar`` says the result is a list."""
-    __slots__ = ("entries", "outputs", "planar")
+    __slots__ = ("entries", "outputs", "planar", "extra_ops")
 
     @classmethod
-    def capture(cls, inp, result, since):
-        """The template of ``result`` (a pending GpuMat or a list of them) computed from the
-        GpuMat ``inp`` by nodes recorded after ``since`` (an ``ir.mark()``); None when something
-        in it is not such a node over ``inp`` (a fallback that ran at once, other memory, a
-        result already computed, a node recorded before the item)."""
+    def capture(cls, root, result, since):
+        """The template of ``result`` (a pending GpuMat or a list of them) computed from
+        ``root`` (the item's input value) by nodes recorded after ``since`` (an ``ir.mark()``);
+        None when something in it is not such a node over ``root`` (a fallback that ran at
+        once, other memory, a result already computed, a node recorded before the item)."""
         planar = isinstance(result, list)
         mats = result if planar else [result]
         if any(m._node is None or m._alloc is not None for m in mats):
             return None
-        root = inp._value()
         entries, index = [], {}
 
         def ref(v):
@@ -73,11 +72,13 @@ class ItemTemplate:
             entries.append(("node", n.op, tuple(refs), n.static, n.dyn, n.rows, n.cols, n.depth, n.cn))
         t = cls()
         t.entries, t.outputs, t.planar = entries, [index[id(m._node)] for m in mats], planar
+        # ops the calls would have counted beyond the outputs, which count themselves
+        t.extra_ops = len(order) - len(mats)
         return t
 
-    def instantiate(self, inp, gpumat_cls):
-        """The result for another input of the template's key: new nodes, new lazy GpuMats."""
-        root = inp._value()
+    def instantiate(self, root, gpumat_cls):
+        """The result for another input value of the template's key: new nodes, new lazy
+        GpuMats."""
         values = []
         for e in self.entries:
             if e[0] == "node":
@@ -88,15 +89,12 @@ class ItemTemplate:
                 _, dy, dx, rows, cols = e
                 values.append(Source(root.buf, root.y0 + dy, root.x0 + dx, rows, cols, root.depth, root.cn))
         outs = [gpumat_cls._lazy(values[i]) for i in self.outputs]
-        # count the ops as the calls would have (one per node; the outputs counted themselves)
-        extra = sum(1 for e in self.entries if e[0] == "node") - len(outs)
-        STATE.stats["ops_recorded"] += extra
-        STATE.since_flush += extra
+        STATE.stats["ops_recorded"] += self.extra_ops
+        STATE.since_flush += self.extra_ops
         return outs if self.planar else outs[0]
 
 
-def input_key(m):
-    """What a template depends on besides the steps: the input's kind, size and type, and the
-    global settings node recording reads."""
-    v = m._value()
+def input_key(v):
+    """What a template depends on besides the steps: the input value's kind, size and type,
+    and the global settings node recording reads."""
     return (v.is_source, v.rows, v.cols, v.depth, v.cn, STATE.resize_mapping)

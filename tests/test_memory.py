@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from lazycv.memory import BufferPool, HostArrays, host_storage_user, host_view
+from lazycv.memory import BufferPool, host_pool
 
 from .conftest import assert_close, rand_image, upload
 
@@ -44,9 +44,7 @@ def test_pinned_storage_never_goes_back_to_the_pool():
 
 def _shared_base_pool():
     """The CPU backend's configuration: views share one memoryview base, one finalizer a slab."""
-    return BufferPool(lambda shape, dt: np.empty(shape, dt), host_view, 1 << 30,
-                      items_of=lambda storage, n, slab: [slab[b] for b in range(n)],
-                      lifetime_of=host_storage_user)
+    return host_pool(1 << 30)
 
 
 @pytest.mark.parametrize("make", [_pool, _shared_base_pool], ids=["per-item finalizers", "shared base"])
@@ -78,20 +76,20 @@ def test_pool_is_bounded():
 # ---------------------------------------------------------------- downloads into recycled memory
 
 def test_host_arrays_come_back_only_when_every_view_is_gone():
-    pool = HostArrays(1 << 30)
-    a = pool.empty((4, 5), np.dtype(np.float32))
+    pool = host_pool(1 << 30, exposed=True)
+    a = pool.alloc((4, 5), np.dtype(np.float32))
     a[:] = 7
     addr = a.ctypes.data
     part = a[1:3]                      # a slice of the array keeps the storage taken
     del a
     gc.collect()
-    b = pool.empty((4, 5), np.dtype(np.float32))
+    b = pool.alloc((4, 5), np.dtype(np.float32))
     assert b.ctypes.data != addr
     b[:] = 1
     assert (part == 7).all()
     del part
     gc.collect()
-    c = pool.empty((4, 5), np.dtype(np.float32))
+    c = pool.alloc((4, 5), np.dtype(np.float32))
     assert c.ctypes.data == addr and c.flags.writeable and c.flags.c_contiguous
 
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..codegen import assigned, names, split_column_invariant
-from ..memory import BufferPool, host_storage_user, host_view
+from ..memory import host_pool
 from .base import Backend
 
 _FRAME = '''import math
@@ -141,16 +141,7 @@ class CpuBackend(Backend):
     def __init__(self):
         self.threads = max(1, int(os.environ.get("LAZYCV_CPU_THREADS", 0)) or (os.cpu_count() or 1))
         self._pool = None
-        cap = int(os.environ.get("LAZYCV_POOL_MB", 1024)) << 20
-        new = lambda shape, dt: np.empty(shape, dt)      # noqa: E731
-        if host_view(np.empty(1, np.uint8)) is not None:
-            # buffers and slab items are views sharing one memoryview base (memory.host_view):
-            # one finalizer per slab, and no slice of a buffer outlives its storage's return
-            self.buffers = BufferPool(new, host_view, cap,
-                                      items_of=lambda storage, n, slab: [slab[b] for b in range(n)],
-                                      lifetime_of=host_storage_user)
-        else:
-            self.buffers = BufferPool(new, lambda st: st.view(), cap)
+        self.buffers = host_pool(int(os.environ.get("LAZYCV_POOL_MB", 1024)) << 20)
 
     def launch(self, compiled, H, W, args, stream=None):
         if H <= 0 or W <= 0:

@@ -167,9 +167,15 @@ class CudaBackend(Backend):
             fn[grid, BLOCK](*args)
         else:
             fn[grid, BLOCK, stream](*args)
-        if direct is None and self.launch_mode != "dispatcher" and not self.simulator \
-                and len(fn.overloads) == 1:
-            self._direct[fn] = _DirectLaunch(next(iter(fn.overloads.values())), self.launch_mode)
+        if direct is None and self.launch_mode != "dispatcher" and not self.simulator:
+            self._direct_for(fn)
+
+    def _direct_for(self, fn):
+        """The direct launcher of ``fn``'s one compiled overload (None with several)."""
+        if len(fn.overloads) != 1:
+            return None
+        direct = self._direct[fn] = _DirectLaunch(next(iter(fn.overloads.values())), self.launch_mode)
+        return direct
 
     def _compile_apart(self, fn, args):
         """Compile (or load from the disk cache) ``fn`` for ``args`` on a worker thread and
@@ -188,15 +194,12 @@ class CudaBackend(Backend):
         def work():
             try:
                 out["kernel"] = fn.compile(tuple(typeof(a) for a in args))
-            except BaseException as e:      # reported by the dispatcher's own launch below
-                out["error"] = type(e)
+            except Exception:               # the dispatcher's own launch reports it to the caller
+                pass
         t = threading.Thread(target=work, name="lazycv-compile")
         t.start()
         t.join()
-        if "kernel" not in out or len(fn.overloads) != 1:
-            return None
-        direct = self._direct[fn] = _DirectLaunch(next(iter(fn.overloads.values())), self.launch_mode)
-        return direct
+        return self._direct_for(fn) if "kernel" in out else None
 
     def launch(self, compiled, H, W, args, stream=None):
         bx, by, _ = BLOCK
@@ -465,7 +468,7 @@ class _DirectLaunch:
         params = []
         for pack, v in zip(self.packers, args):
             if pack is None:
-                params += _array_params(v)
+                params += getattr(v, "_lazycv_params", None) or _flatten_array(v)
             else:
                 params.append(pack(v))
         config = self.configs.get(grid)
@@ -503,8 +506,8 @@ class ParamSlots:
         """This launch's values, with one numpy assignment for the integer slots."""
         values, floats = [], None
         for kind, v in zip(self.kinds, args):
-            if kind is None:
-                values += _array_params(v)
+            if kind is None:                  # an array: its parameters, worked out once
+                values += getattr(v, "_lazycv_params", None) or _flatten_array(v)
             elif kind == "i":
                 values.append(v)
             else:
@@ -531,12 +534,6 @@ def _cu_function(handle):
             raise RuntimeError(f"lazycv: cuKernelGetFunction failed: {err!r}")
         return fn
     return handle
-
-
-def _array_params(devary):
-    """An array argument's kernel parameters (worked out once per array object)."""
-    flat = getattr(devary, "_lazycv_params", None)
-    return _flatten_array(devary) if flat is None else flat
 
 
 def _flatten_array(devary):

@@ -433,7 +433,7 @@ class GpuMat:
                     and dst.flags.c_contiguous):
                 # a synchronous download may reuse warm memory (an asynchronous copy could
                 # still be writing into storage that its dropped array gave back)
-                dst = STATE.host_arrays.empty(shape, dt) if stream is None else np.empty(shape, dt)
+                dst = STATE.host_arrays.alloc(shape, dt) if stream is None else np.empty(shape, dt)
             device_to_host(self._alloc.buf, self._y0, self._x0 * self._cn, self._rows,
                            self._cols * self._cn, dst.reshape(self._rows, self._cols * self._cn), stream)
             if runtime.OBSERVERS:
