@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One device call: install the carried wheels, check the CUDA path with the test suite's small
-# cases on the real GPU, run the demo, then W1 (with its peers and the compose row), W3/W4 and
+# cases on the real GPU, run the demo, the kernel-variant sweep, then W1 (with its peers and the compose row), W3/W4 and
 # W7. The console log goes to $OUT/log.txt, each benchmark's JSON to $OUT (the device tool
 # returns few files).
 #   TEST_FILES=...  test files for the GPU check (default: all of tests/, -m sim selects)
-#   SKIP_TESTS=1, SKIP_W7=1  leave those parts out
+#   SKIP_TESTS=1, SKIP_VARIANTS=1, SKIP_W7=1  leave those parts out
 set -uo pipefail
 OUT="${OUT:-bench/out}"; mkdir -p "$OUT"
 LOG="$OUT/log.txt"
@@ -23,6 +23,9 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   LAZYCV_BACKEND=cuda timeout 300 python3 -m pytest -q -m sim ${TEST_FILES:-tests} -p no:cacheprovider -W ignore 2>&1 | tail -15
 fi
 timeout 200 python3 -m lazycv demo 2>&1 | tail -6
+if [ "${SKIP_VARIANTS:-0}" != 1 ]; then
+  timeout 200 python3 bench/kernel_variants.py 2>&1 | quiet
+fi
 timeout 300 python3 bench/w1.py --compose "$@" 2>&1 | quiet
 timeout 300 python3 bench/w34.py --repeats 15 2>&1 | quiet
 if [ "${SKIP_W7:-0}" != 1 ]; then

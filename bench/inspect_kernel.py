@@ -45,13 +45,14 @@ def main():
                 f.write(k.inspect_sass())
         except Exception as e:  # noqa: BLE001
             print("  no SASS:", e)
-    for block in [(32, 8, 1), (64, 4, 1)]:
+    default = cuda_backend.BLOCK
+    for block in [default, (32, 8, 1), (64, 4, 1)]:
         cuda_backend.BLOCK = block
         for d in be._direct.values():
             d.configs.clear()
         ms, n = w1.kernel_only(run, 10)
         print(f"block {block}: kernels only {ms:.3f} ms per batch of {args.batch} ({n} launch)")
-    cuda_backend.BLOCK = (32, 8, 1)
+    cuda_backend.BLOCK = default
 
 
 if __name__ == "__main__":

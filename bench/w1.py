@@ -66,17 +66,22 @@ def lazycv_setup(frames, fuse):
     return run
 
 
-def lazycv_compose_setup(frames):
-    """W1 as one ``lazycv.compose`` call for the batch (the compose layer: later frames and
-    batches are made from the first frame's template), results left on the device."""
+def lazycv_compose_setup(frames, tensor=False):
+    """W1 as one ``lazycv.compose`` call for the batch (the compose layer: later batches of the
+    same shape launch the first one's batch program), results left on the device: GpuMat
+    planes, or with ``tensor`` one (B, 3, 640, 640) device array."""
     import cv2
     import lazycv
     lazycv.enable(fuse=True)
     gpus = upload_all(frames)
     p = lazycv.compose(lazycv.resize((640, 640)), lazycv.cvt_color(cv2.COLOR_BGR2RGB),
                        lazycv.convert(np.float32, 1 / 255), lazycv.normalize(MEAN, STD),
-                       lazycv.to_planar(), lazycv.write(device=True))
+                       lazycv.to_planar(), lazycv.write(device=not tensor, tensor=tensor))
     return lambda: p(gpus)
+
+
+def tensor_result(t):
+    return t.copy_to_host() if hasattr(t, "copy_to_host") else np.asarray(t)
 
 
 def set_launch_mode(mode):
@@ -163,7 +168,7 @@ def main(argv=None):
     for B in [int(b) for b in args.batches.split(",")]:
         frames = peers.make_frames(B, seed=B)
         ref = peers.reference_w1(frames)
-        inner = max(1, 64 // B)
+        inner = max(4, 64 // B)          # back to back: at least 4 calls between syncs
         contestants = []
         for mode in [m for m in args.launch_modes.split(",") if m]:
             name = "lazycv fused" if mode == "driver" else f"lazycv fused ({mode})"
@@ -171,6 +176,8 @@ def main(argv=None):
                                 lazycv_result))
         if args.compose:
             contestants.append(("lazycv compose", lambda: lazycv_compose_setup(frames), lazycv_result))
+            contestants.append(("lazycv compose tensor", lambda: lazycv_compose_setup(frames, True),
+                                tensor_result))
         if not args.no_eager:
             contestants.append(("lazycv eager", lambda: lazycv_setup(frames, False), lazycv_result))
         for name in [p for p in args.peers.split(",") if p]:

@@ -302,14 +302,16 @@ class BatchSpec:
     A batched launch runs many items, each a graph with the signature of its *kind* (the same
     chain over different ROIs, frames or scalars; several kinds when different chains read one
     frame). Scalars (sizes, offsets, dyn values) come from two per-item tables: ``TI`` (int64;
-    columns 0-3 are H, W, the kind and the item's index within its kind) and ``TF`` (float64). A source buffer every item of the
-    kind reads is one argument; sources that differ are passed as ``nsel`` arrays chosen per
-    item by an index in ``TI`` (``nsel`` is rounded up to a power of two, so batch sizes do not
-    each compile a kernel). Outputs are slabs, one 3-D array per output, item b writing
-    ``slab[b]``.
+    columns 0-3 are H, W, the kind and the slot of the item's first output) and ``TF``
+    (float64). A source buffer every item of the kind reads is one argument; sources that
+    differ are passed as ``nsel`` arrays chosen per item by an index in ``TI`` (``nsel`` is
+    rounded up to a power of two, so batch sizes do not each compile a kernel). Outputs are
+    slabs (3-D arrays): item b writes output k into ``slab_k[TI[b, out_cols[k]]]`` — in a
+    flush each output its own slab at slot b; in a batch program one slab holds every plane
+    at slot b * planes + k, a (B, C, H, W) tensor (lazycv.program).
     """
     __slots__ = ("int_cols", "float_cols", "arrays", "outputs", "prefix",
-                 "src_fetch", "int_fetch", "float_fetch")
+                 "src_fetch", "int_fetch", "float_fetch", "out_cols")
 
     def __init__(self, em, shared, nsel, prefix):
         self.prefix = prefix
@@ -344,10 +346,11 @@ class BatchSpec:
                     self.float_cols[name] = (len(self.float_cols), kind)
                     self.float_fetch.append((vi, k, len(self.float_cols) - 1, kind))
         self.outputs = [f"{prefix}O{k}" for k in range(len(em.layout.outputs))]
+        self.out_cols = [3] + list(range(col, col + len(self.outputs) - 1))
 
     @property
     def n_int(self):
-        return 4 + len(self.int_cols)
+        return 4 + len(self.int_cols) + len(self.outputs) - 1
 
     def preamble(self):
         pre, params = [], []
@@ -371,7 +374,7 @@ class BatchSpec:
         for k, slab in enumerate(self.outputs):
             o = f"{self.prefix}o{k}"
             params.append(slab)
-            pre += [f"{o} = {slab}[TI[b, 3]]", f"{o}_y = 0", f"{o}_x = 0"]
+            pre += [f"{o} = {slab}[TI[b, {self.out_cols[k]}]]", f"{o}_y = 0", f"{o}_x = 0"]
         return pre, params
 
 

@@ -26,6 +26,7 @@ from . import ir
 from ._types import DEPTH_DTYPE, DTYPE_DEPTH, is_float
 from .errors import StsBadArg, StsBadSize, StsUnsupportedFormat, cv_error
 from .runtime import STATE, is_shared
+from .template import input_key
 
 __all__ = ["compose", "Pipeline", "Step", "read", "crop", "resize", "cvt_color", "convert", "normalize",
            "to_planar", "write", "Call"]
@@ -299,16 +300,23 @@ class Write(Step):
     """The pipeline's output. Host (default): numpy arrays — (H, W[, C]) per frame, (C, H, W) after
     to_planar, a batch stacked on a new first axis (or a list with ``stack=False``), written into
     ``out`` when given. ``device=True``: materialised GpuMats (lists of planes after to_planar),
-    written into ``out`` GpuMats when given."""
+    written into ``out`` GpuMats when given. ``tensor=True``: the whole result as one device
+    array — (B, C, H, W) after to_planar, else (B, H, W[, C]); no B for one frame — with
+    ``__cuda_array_interface__`` on CUDA (torch.as_tensor, cupy.asarray take it without a copy), a
+    numpy array on the CPU backend."""
     name = "write"
     planar_ok = True
 
-    def __init__(self, out=None, device=False, stack=True):
-        self.out, self.device, self.stack = out, bool(device), bool(stack)
+    def __init__(self, out=None, device=False, stack=True, tensor=False):
+        self.out, self.device, self.stack, self.tensor = out, bool(device), bool(stack), bool(tensor)
+        if self.tensor and out is not None:
+            raise cv_error("lazycv::write", "out= cannot be combined with tensor=True", StsBadArg)
 
     def _args(self):
         a = []
-        if self.device:
+        if self.tensor:
+            a.append("tensor=True")
+        elif self.device:
             a.append("device=True")
         if self.out is not None:
             a.append("out=...")
@@ -355,6 +363,8 @@ class Pipeline:
         # items come from the first one's template (lazycv.template); a callable may not
         self._templates = {} if all(type(s) in _DETERMINISTIC and not (type(s) is Crop and callable(s.rect))
                                     for s in body) else None
+        # ... and a batch computed by one launch is that launch again (lazycv.program)
+        self._programs = {} if self._templates is not None else None
 
     def __repr__(self):
         return "compose(" + ", ".join(repr(s) for s in self.steps) + ")"
@@ -415,15 +425,122 @@ class Pipeline:
                 raise cv_error("lazycv::compose", "out= needs a write() step", StsBadArg)
             return self.record(frames, stream)
         w = self.writer
+        if out is not None and w.tensor:
+            raise cv_error("lazycv::write", "out= cannot be combined with tensor=True", StsBadArg)
         out = w.out if out is None else out
         with STATE.lock:
             mats, batch = self.reader.load(frames, stream)
-            res = self._items(mats, stream)
+            got = None
+            if batch and self._programs is not None and not (w.device and out is not None) and \
+                    (w.device or w.tensor or w.stack):
+                got = self._by_program(mats, stream)
+            if got is None:
+                res = self._items(mats, stream)
+            elif got[0] is None:
+                res = got[1]                     # the capture's results (general path)
+            else:
+                return self._deliver(got, out, stream)
+            if w.tensor:
+                return self._write_tensor(res, batch)
             if w.device:
                 return self._write_device(res, batch, out, stream)
             from . import materialize
             materialize(*_flat(res))
             return self._write_host(res, batch, out, stream, w.stack)
+
+    def _planar(self):
+        return bool(self.body) and isinstance(self.body[-1], ToPlanar)
+
+    # ---- batch programs
+    def _by_program(self, mats, stream):
+        """The batch computed by its program (captured on the first batch of its shape): (the
+        program, what it launched — a tensor, or per-plane buffers for GpuMat results); (None,
+        results) when this call captured a program but must return the general path's results;
+        None where no program applies — the batch then takes the general path."""
+        from .program import BatchProgram, memory_of
+        from .runtime import capturing, flush
+        values = []
+        for m in mats:
+            if m._node is not None:
+                return None                      # a pending input: recorded with the rest
+            v = m._value("lazycv::compose", "input")
+            if STATE.any_shared and is_shared(v):
+                return None
+            values.append(v)
+        v0 = values[0]
+        kind = (v0.rows, v0.cols, v0.depth, v0.cn)
+        if any((v.rows, v.cols, v.depth, v.cn) != kind for v in values):
+            return None
+        key = (input_key(v0), memory_of(values), STATE.backend_name, STATE.fuse)
+        items = self.writer.device and not self.writer.tensor
+        prog = self._programs.get(key, False)
+        if prog is None:
+            return None                          # this shape's batch is not one launch
+        if prog is False:
+            if not STATE.fuse:
+                return None
+            flush()                              # other pending work must not join the capture
+            with capturing() as launches:
+                res = self._items(mats, stream)
+                from . import materialize
+                materialize(*_flat(res))
+            planes = [r if isinstance(r, list) else [r] for r in res]
+            prog = BatchProgram.capture(launches, values, planes, self._planar())
+            if len(self._programs) >= 16:
+                self._programs.clear()
+            self._programs[key] = prog
+            if prog is None or items:
+                return None, res
+            got = prog.run(values)
+            return (None, res) if got is None else (prog, got)
+        got = prog.run(values, items)
+        return None if got is None else (prog, got)
+
+    def _deliver(self, got, out, stream):
+        """A program's launch as the writer's form."""
+        prog, result = got
+        w = self.writer
+        if w.tensor:
+            return result
+        if w.device:
+            from .ir import Allocation
+            GpuMat = _gpumat()
+            mats = [GpuMat._over(Allocation(buf), prog.rows, prog.cols, prog.depth, prog.cn) for buf in result]
+            if not prog.planar:
+                return mats
+            p = prog.planes
+            return [mats[i:i + p] for i in range(0, len(mats), p)]
+        shape = prog.tensor_shape()
+        dt = DEPTH_DTYPE[prog.depth]
+        if out is None:
+            out = np.empty(shape, dt)
+        self._check_out("lazycv::write", out, shape, dt)
+        STATE.backend.download_array(result, out)
+        return out
+
+    def _write_tensor(self, res, batch):
+        """The general path's results copied into one device array (the batch-program path
+        writes there directly)."""
+        from . import materialize
+        from .ir import Allocation
+        shapes = [self._shape(r) for r in res]
+        if any(sd != shapes[0] for sd in shapes):
+            raise cv_error("lazycv::write", "the batch's results differ in shape or type and cannot be one tensor: "
+                                            f"{sorted(set(s for s, _ in shapes))}; add a resize() step",
+                           StsBadSize)
+        s0, dt = shapes[0]
+        be = STATE.backend
+        tensor = be.buffers.alloc(((len(res),) + s0) if batch else s0, np.dtype(dt))
+        GpuMat = _gpumat()
+        copies = []
+        for i, r in enumerate(res):
+            item = tensor[i] if batch else tensor
+            for k, p in enumerate(r if isinstance(r, list) else [r]):
+                plane = item[k] if isinstance(r, list) else item.reshape(p.rows, p.cols * p.channels())
+                dst = GpuMat._over(Allocation(plane, foreign=tensor), p.rows, p.cols, p.depth(), p.channels())
+                copies.append(p.copyTo(dst))
+        materialize(*copies)
+        return tensor
 
     def explain(self, frames, format="text"):
         """``lazycv.explain`` of a run on ``frames`` (nothing runs)."""
@@ -571,7 +688,8 @@ def to_planar():
     return ToPlanar()
 
 
-def write(out=None, device=False, stack=True):
-    """The output step: numpy arrays (default) or GpuMats (``device=True``), into ``out`` if given."""
-    return Write(out, device, stack)
+def write(out=None, device=False, stack=True, tensor=False):
+    """The output step: numpy arrays (default), GpuMats (``device=True``), into ``out`` if given,
+    or one device array for the whole batch (``tensor=True``)."""
+    return Write(out, device, stack, tensor)
 

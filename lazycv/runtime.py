@@ -14,6 +14,7 @@ Memory-order rules (what makes lazy execution equal eager execution):
   the live ones that no other live pending result consumes (*sinks*) are written, so
   intermediates a user merely kept a name for do not cost memory traffic.
 """
+import contextlib
 import os
 import sys
 import threading
@@ -51,6 +52,7 @@ class State:
         # dead buffer never makes an unrelated one look shared
         self.shared_bufs = weakref.WeakValueDictionary()
         self.any_shared = False              # cheap test before looking in shared_bufs
+        self.capture = None                  # a list while a batch program is captured (capturing)
 
     def kernel_cache(self):
         c = self.caches.get(self.backend_name)
@@ -298,8 +300,8 @@ def execute(sinks, plan):
         print(explain_plan(kernels), file=sys.stderr)
     for phase in phases:
         for kinds in phase:
-            if len(kinds) == 1 and len(kinds[0]) == 1:
-                _launch_single(*kinds[0][0], by_node)
+            if len(kinds) == 1 and len(kinds[0]) == 1 and STATE.capture is None:
+                _launch_single(*kinds[0][0], by_node)    # (a batch program needs the batched form)
             else:
                 _launch_batch(kinds, by_node)
     return kernels, phases
@@ -364,8 +366,31 @@ def _finish_kernel(kernel, outputs, by_node):
         STATE.stats["ops_fused"] += len(kernel.nodes)
 
 
+class LaunchRecord:
+    """A batched launch as it went out, for lazycv.program: the kernel, its tables and
+    arguments, the output slabs among them and, per kind, its items and their output buffers."""
+    __slots__ = ("compiled", "max_h", "max_w", "ti", "tf", "args", "slabs", "kinds")
+
+    def __init__(self, compiled, max_h, max_w, ti, tf, args, slabs, kinds):
+        self.compiled, self.max_h, self.max_w, self.ti, self.tf = compiled, max_h, max_w, ti, tf
+        self.args, self.slabs, self.kinds = args, slabs, kinds
+
+
+@contextlib.contextmanager
+def capturing():
+    """Collect the launches of the flushes inside: a LaunchRecord per batched launch, None for
+    any other."""
+    STATE.capture = launches = []
+    try:
+        yield launches
+    finally:
+        STATE.capture = None
+
+
 def _launch_single(k, layout, by_node):
     be = STATE.backend
+    if STATE.capture is not None:
+        STATE.capture.append(None)
     outputs = []
     for n in k.outputs:
         mats = by_node.get(id(n))
@@ -417,7 +442,7 @@ def _launch_batch(kinds, by_node):
     n_items = sum(len(members) for members in kinds)
     ti = np.zeros((n_items, max(spec.n_int for spec in compiled.specs)), np.int64)
     tf = np.zeros((n_items, max([1] + [len(spec.float_cols) for spec in compiled.specs])), np.float64)
-    args, results, b0 = [], [], 0
+    args, results, slabs, b0 = [], [], [], 0
     for j, (members, (shared, nsel, distinct)) in enumerate(zip(kinds, binds)):
         spec, layout0 = compiled.specs[j], members[0][1]
         # the tables a column at a time: one list per parameter over the kind's items
@@ -425,7 +450,7 @@ def _launch_batch(kinds, by_node):
         ti[b0:b1, 0] = [k.rows for k, _ in members]
         ti[b0:b1, 1] = [k.cols for k, _ in members]
         ti[b0:b1, 2] = j
-        ti[b0:b1, 3] = np.arange(len(members))
+        ti[b0:b1, spec.out_cols] = np.arange(len(members))[:, None]
         for vi, cy, cx, csel in spec.src_fetch:
             srcs = [lay.source(vi) for _, lay in members]
             ti[b0:b1, cy] = [v.y0 for v in srcs]
@@ -452,10 +477,14 @@ def _launch_batch(kinds, by_node):
             row_elems = max(lay.values[lay.outputs[oi][0]].cols for _, lay in members) * v.cn
             slab, items = be.alloc_batch(len(members), rows, row_elems, DEPTH_DTYPE[v.depth])
             args.append(slab)
+            slabs.append(slab)
             item_bufs.append(items)
         results.append((members, item_bufs))
-    be.launch_batched(compiled, n_items, int(ti[:, 0].max()), int(ti[:, 1].max()), ti, tf, args)
+    max_h, max_w = int(ti[:, 0].max()), int(ti[:, 1].max())
+    be.launch_batched(compiled, n_items, max_h, max_w, ti, tf, args)
     STATE.stats["kernels_launched"] += 1
+    if STATE.capture is not None:
+        STATE.capture.append(LaunchRecord(compiled, max_h, max_w, ti, tf, args, slabs, results))
     for members, item_bufs in results:
         for local, (k, lay) in enumerate(members):
             outputs = [(n, item_bufs[oi][local], 0, 0, None) for oi, n in enumerate(k.outputs)]

@@ -1,6 +1,8 @@
 """What the runtime needs from a backend, and the pieces the backends share."""
 import sys
 
+import numpy as np
+
 
 class Backend:
     name = None
@@ -17,6 +19,24 @@ class Backend:
         "rint_f32_i32": "np.int32(np.rint({}))",      # a float32 value
         "index": "{}",                                # an array index (never negative)
     }
+
+    def constant_tables(self, ti, tf):
+        """Per-item tables that many launches read, as ``launch_batched(tables=)`` takes them."""
+        return ti, tf
+
+    def launch_view(self, arr, shape):
+        """``arr``'s memory (C-contiguous) as a kernel argument of ``shape``; None where this
+        backend cannot pass one. The caller keeps ``arr`` alive for the launch."""
+        return arr.reshape(shape)
+
+    def download_array(self, arr, out):
+        """A whole device array into the host array ``out`` of its shape and type."""
+        if isinstance(arr, np.ndarray):
+            np.copyto(out, arr)
+        elif out.flags.c_contiguous:
+            arr.copy_to_host(out)
+        else:
+            out[...] = arr.copy_to_host()
 
     def debug_source(self, module_name, source):
         """LAZYCV_DEBUG=2 prints every generated kernel once."""

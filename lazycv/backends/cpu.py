@@ -113,7 +113,7 @@ class CpuBackend(Backend):
         return _BATCHED.format(params=", ".join(params), init=self.indent(init, 4) or "    pass",
                                branches=self.indent(out, 8))
 
-    def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None):
+    def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None, tables=None):
         fn, rows = compiled.fn, n_items * max_h
         bands = min(self.threads, max(1, rows // self.MIN_ROWS_PER_BAND))
         if bands == 1 or rows * max_w < self.MIN_PIXELS_TO_SPLIT:

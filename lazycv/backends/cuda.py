@@ -15,7 +15,7 @@ from numba import cuda
 
 @cuda.jit({opts})
 def kernel({params}):
-    x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    x = cuda.blockIdx.x * (cuda.blockDim.x * {px}) + cuda.threadIdx.x
     y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     if x < W and y < H:
 {body}
@@ -28,7 +28,7 @@ from numba import cuda
 
 @cuda.jit({opts})
 def kernel(MAXH, TI, TF, {params}):
-    x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    x = cuda.blockIdx.x * (cuda.blockDim.x * {px}) + cuda.threadIdx.x
     y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     b = cuda.blockIdx.z
     H = TI[b, 0]
@@ -37,7 +37,11 @@ def kernel(MAXH, TI, TF, {params}):
 {branches}
 '''
 
-BLOCK = (32, 8, 1)
+BLOCK = (32, 4, 1)
+# output pixels per thread along x, BLOCK[0] apart (stores stay coalesced): the per-item table
+# loads and per-row math are paid once for all of them. Baked into the source; a sweep that
+# changes it must drop the kernel and plan caches (bench/kernel_variants.py measures both).
+PIXELS_PER_THREAD = int(os.environ.get("LAZYCV_PIXELS_PER_THREAD", "2"))
 # how a compiled kernel is launched after its first (dispatcher) launch, cheapest first
 LAUNCH_MODES = ("driver", "packed", "overload", "dispatcher")
 
@@ -64,9 +68,11 @@ class CudaBackend(Backend):
         else:
             # math.floor is floorf/floor on the GPU; round() goes through float64 and int64,
             # libdevice's float2int_rn is one cvt.rni.s32.f32
+            # indices unsigned: Numba then skips its negative-index wraparound on every load and
+            # store (W1's kernel 0.57 -> 0.40 ms at 64 frames, bench/RESULTS.md run 17)
             self.spellings = {"int_load": "np.int32({})", "floor_i32": "np.int32(math.floor({}))",
                               "rint_i32": "np.int32(round({}))",
-                              "rint_f32_i32": "cuda.libdevice.float2int_rn({})", "index": "{}"}
+                              "rint_f32_i32": "cuda.libdevice.float2int_rn({})", "index": "np.uint64({})"}
         self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "driver")
         if self.launch_mode not in LAUNCH_MODES:
             raise ValueError(f"lazycv: LAZYCV_LAUNCH must be one of {', '.join(LAUNCH_MODES)}, "
@@ -114,32 +120,65 @@ class CudaBackend(Backend):
             items.append(item)
         return items
 
+    @staticmethod
+    def _pixels(row_lines, lines):
+        """A thread's body: the row's lines once, then each of its pixels along x."""
+        px = PIXELS_PER_THREAD
+        if px == 1:
+            return row_lines + lines
+        return row_lines + ["_x0 = x", f"for _k in range({px}):",
+                            "    x = _x0 + _k * cuda.blockDim.x", "    if x < W:"] + \
+            ["        " + ln for ln in lines]
+
     def kernel_frame(self, params, row_lines, lines):
-        lines = row_lines + lines                 # one thread per pixel: nothing to hoist
         opts = "" if self.simulator else "cache=True"
-        return _FRAME.format(opts=opts, params=", ".join(params), body=self.indent(lines, 8))
+        return _FRAME.format(opts=opts, params=", ".join(params), px=PIXELS_PER_THREAD,
+                             body=self.indent(self._pixels(row_lines, lines), 8))
 
     def batched_frame(self, params, branches):
         """One thread per pixel of every item; each item's kind selects its branch."""
         opts = "" if self.simulator else "cache=True"
         out = []
         for j, (pre, row_lines, lines) in enumerate(branches):
-            lines = row_lines + lines
+            lines = self._pixels(row_lines, lines)
             if len(branches) == 1:
                 out += pre + lines
             else:
                 out.append(("if" if j == 0 else "elif") + f" TI[b, 2] == {j}:")
                 out += ["    " + ln for ln in pre + lines]
-        return _BATCHED.format(opts=opts, params=", ".join(params), branches=self.indent(out, 8))
+        return _BATCHED.format(opts=opts, params=", ".join(params), px=PIXELS_PER_THREAD,
+                               branches=self.indent(out, 8))
 
-    def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None):
+    def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None, tables=None):
         bx, by, _ = BLOCK
+        bx *= PIXELS_PER_THREAD
         grid = ((max_w + bx - 1) // bx, (max_h + by - 1) // by, n_items)
-        if self.simulator:
+        if tables is not None:
+            dti, dtf = tables
+        elif self.simulator:
             dti, dtf = self.cuda.to_device(ti), self.cuda.to_device(tf)
         else:
             dti, dtf = self._tables.upload((ti, tf), self.buffers, stream)
         self._launch(compiled.fn, grid, (max_h, dti, dtf) + tuple(arrays), stream)
+
+    def constant_tables(self, ti, tf):
+        """Per-item tables that many launches read (a batch program's): on the device once."""
+        return self.cuda.to_device(ti), self.cuda.to_device(tf)
+
+    def launch_view(self, arr, shape):
+        """A reshape for the direct launch paths: only the launch parameters (a numba reshape
+        builds a DeviceNDArray, tens of µs); None for the paths that type real arrays."""
+        if self.simulator:
+            return arr.reshape(shape)
+        if self.launch_mode not in ("driver", "packed"):
+            return None
+        p = getattr(arr, "_lazycv_params", None) or _flatten_array(arr)
+        item = p[3]
+        strides, step = [], item
+        for d in reversed(shape):
+            strides.insert(0, step)
+            step *= d
+        return _LaunchView(p[:5] + tuple(shape) + tuple(strides))
 
     def alloc_batch(self, n, rows, row_elems, dtype):
         return self.buffers.alloc_batch(n, (rows, row_elems), np.dtype(dtype))
@@ -203,6 +242,7 @@ class CudaBackend(Backend):
 
     def launch(self, compiled, H, W, args, stream=None):
         bx, by, _ = BLOCK
+        bx *= PIXELS_PER_THREAD
         grid = ((W + bx - 1) // bx, (H + by - 1) // by, 1)
         self._launch(compiled.fn, grid, (H, W) + tuple(args), stream)
 
@@ -364,6 +404,14 @@ def _fresh_view(storage):
     view.__dict__.update(storage.__dict__)
     view.__dict__.pop("_lazycv_items", None)
     return view
+
+
+class _LaunchView:
+    """Launch parameters of an array that has no object of its own (BatchProgram's slab)."""
+    __slots__ = ("_lazycv_params",)
+
+    def __init__(self, params):
+        self._lazycv_params = params
 
 
 _SLAB_ITEM = None

@@ -219,6 +219,16 @@ class GpuMat:
         runtime.register_pending(m)
         return m
 
+    @classmethod
+    def _over(cls, alloc, rows, cols, depth, cn):
+        """A GpuMat of memory lazycv already computed (a batch program's result)."""
+        m = cls.__new__(cls)
+        m._alloc = alloc
+        m._y0 = m._x0 = 0
+        m._rows, m._cols, m._depth, m._cn = rows, cols, depth, cn
+        m._node = m._src = m._parent = m._views = m._stream = None
+        return m
+
     # ---------------------------------------------------------------- state transitions
     def _bind_result(self, alloc, y0, x0):
         """The flush computed this mat into ``alloc`` at (y0, x0)."""

@@ -1,0 +1,144 @@
+"""Batch programs: a compose pipeline's batch as one recorded launch, run again as is.
+
+Item templates (lazycv.template) spare a batch the step calls, but its nodes are still made,
+matched against the plan cache and bound to results: tens of µs of Python a frame. When a
+batch of inputs of one size and type went out as exactly one batched launch that reads only
+those inputs and writes only its outputs, that launch *is* the batch: the next batch of the
+same shape swaps in its input buffers and fresh output memory, uploads the same tables and
+launches — nothing recorded, planned or bound per frame.
+
+A program writes every output of item b into one slab, plane k at slot ``b * planes + k``
+(codegen.BatchSpec.out_cols): the batch is one (B, C, H, W) tensor (or (B, H, W[, C]) without
+to_planar) that a model can take as is, and GpuMat results are views of it.
+"""
+import numpy as np
+
+from ._types import DEPTH_DTYPE
+from .runtime import STATE
+
+
+class BatchProgram:
+    """One captured batched launch: its kernel and tables, where its arguments take the
+    batch's inputs (``in_pos``: argument position, item) and its output slab (``out_pos``),
+    and the shape of the result (``n`` items of ``planes`` planes, ``rows`` x ``cols`` x ``cn``
+    of ``depth``)."""
+    __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "nargs", "in_pos", "out_pos",
+                 "planes", "rows", "cols", "cn", "depth", "row_item",
+                 "src_cols", "y0", "x0", "planar", "tables")
+
+    @classmethod
+    def capture(cls, launches, inputs, results, planar):
+        """The program of a flush that made ``launches`` (runtime.capturing) for ``inputs`` (the
+        items' input values: memory) and ``results`` (per item, a list of its planes,
+        computed; ``planar``: the items' results are lists of planes); None when the flush was
+        anything else."""
+        if len(launches) != 1 or launches[0] is None:
+            return None
+        rec = launches[0]
+        if len(rec.kinds) != 1:
+            return None
+        members, item_bufs = rec.kinds[0]
+        spec = rec.compiled.specs[0]
+        n, planes = len(inputs), len(results[0])
+        first = results[0][0]
+        shape = (first._rows, first._cols, first._cn, first._depth)
+        if len(members) != n or len(item_bufs) != planes or any(len(r) != planes for r in results):
+            return None
+        where = {}
+        for oi, items in enumerate(item_bufs):
+            for b, buf in enumerate(items):
+                where[id(buf)] = (oi, b)
+        ti = rec.ti.copy()
+        row_item = np.full(n, -1, np.int64)
+        placed = set()
+        for i, item in enumerate(results):
+            for k, m in enumerate(item):
+                w = where.get(id(m._alloc.buf)) if m._alloc is not None else None
+                if w is None or w in placed or m._y0 or m._x0 or \
+                        (m._rows, m._cols, m._cn, m._depth) != shape or row_item[w[1]] not in (-1, i):
+                    return None
+                placed.add(w)
+                row_item[w[1]] = i
+                ti[w[1], spec.out_cols[w[0]]] = i * planes + k
+        if len(placed) != n * planes:
+            return None                   # an output the results do not name
+        # the arguments: the inputs' memory (by the first item using it) and the output slabs
+        by_buf = {}
+        for i, v in enumerate(inputs):
+            by_buf.setdefault(id(v.buf), i)
+        slabs = {id(s) for s in rec.slabs}
+        in_pos, out_pos = [], []
+        for p, a in enumerate(rec.args):
+            if id(a) in by_buf:
+                in_pos.append((p, by_buf[id(a)]))
+            elif id(a) in slabs:
+                out_pos.append(p)
+            else:
+                return None               # other memory: not a function of the inputs alone
+        prog = cls()
+        prog.compiled, prog.n, prog.max_h, prog.max_w = rec.compiled, n, rec.max_h, rec.max_w
+        prog.ti, prog.tf, prog.nargs = ti, rec.tf, len(rec.args)
+        prog.in_pos, prog.out_pos, prog.planes = in_pos, out_pos, planes
+        prog.rows, prog.cols, prog.cn, prog.depth = shape
+        prog.planar = planar
+        prog.tables = STATE.backend.constant_tables(ti, rec.tf)    # uploaded once
+        # every source an item reads is its input or a region of it: its table offsets move
+        # with the input's
+        prog.row_item = row_item
+        prog.src_cols = [c for _, cy, cx, _ in spec.src_fetch for c in (cy, cx)]
+        prog.y0 = np.array([v.y0 for v in inputs], np.int64)
+        prog.x0 = np.array([v.x0 for v in inputs], np.int64)
+        return prog
+
+    def tensor_shape(self):
+        """(B, C, H, W) after to_planar, else (B, H, W) or (B, H, W, C)."""
+        if self.planar:
+            return (self.n, self.planes, self.rows, self.cols)
+        return (self.n, self.rows, self.cols) + ((self.cn,) if self.cn > 1 else ())
+
+    def run(self, values, items=False):
+        """Launch for ``values``. Returns the batch tensor (fresh pooled device memory), or
+        with ``items`` the 2-D buffer of each plane, item-major (GpuMat results); None where
+        the backend cannot launch into a tensor (a launch path that types real arrays)."""
+        be = STATE.backend
+        dtype = np.dtype(DEPTH_DTYPE[self.depth])
+        slab_shape = (self.n * self.planes, self.rows, self.cols * self.cn)
+        if items:
+            slab, out = be.alloc_batch(*slab_shape, dtype)
+        else:
+            out = be.buffers.alloc(self.tensor_shape(), dtype)
+            slab = be.launch_view(out, slab_shape)
+            if slab is None:
+                return None
+        args = [None] * self.nargs
+        for p, i in self.in_pos:
+            args[p] = values[i].buf
+        for p in self.out_pos:
+            args[p] = slab
+        ti, tables = self.ti, self.tables
+        if self.src_cols:
+            dy = np.array([v.y0 for v in values], np.int64) - self.y0
+            dx = np.array([v.x0 for v in values], np.int64) - self.x0
+            if dy.any() or dx.any():              # inputs elsewhere in their memory: new tables
+                ti, tables = ti.copy(), None
+                rows = self.row_item
+                for j, c in enumerate(self.src_cols):
+                    ti[:, c] += (dx if j % 2 else dy)[rows]
+        be.launch_batched(self.compiled, self.n, self.max_h, self.max_w, ti, self.tf, args, tables=tables)
+        STATE.stats["kernels_launched"] += 1
+        return out
+
+
+def memory_of(values):
+    """(the layout of each distinct buffer, which earlier item's buffer each item shares or -1):
+    what a program's argument types and argument positions depend on (part of its key)."""
+    first, layouts, sharing = {}, [], []
+    for i, v in enumerate(values):
+        buf = v.buf
+        j = first.setdefault(id(buf), i)
+        if j == i:
+            layouts.append((buf.shape, buf.strides, buf.dtype))
+            sharing.append(-1)
+        else:
+            sharing.append(j)
+    return tuple(layouts), tuple(sharing)
