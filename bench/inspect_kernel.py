@@ -13,6 +13,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def opcode_histogram(sass, top=24):
+    """(total instructions, the most frequent opcodes) of a SASS listing: generic ``LD`` where
+    ``LDG`` was expected, select trees (``ISETP``/``BRA``) or division slow paths show here."""
+    import collections
+    import re
+    ops = collections.Counter()
+    for line in sass.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
+        if m:
+            ops[m.group(1)] += 1
+    return sum(ops.values()), ops.most_common(top)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=64)
@@ -41,8 +54,10 @@ def main():
         except Exception as e:  # noqa: BLE001
             print("  no PTX:", e)
         try:
+            sass = k.inspect_sass()
             with open(os.path.join(out, f"{name[-12:]}.sass"), "w") as f:
-                f.write(k.inspect_sass())
+                f.write(sass)
+            print("  SASS opcodes:", opcode_histogram(sass))
         except Exception as e:  # noqa: BLE001
             print("  no SASS:", e)
     default = cuda_backend.BLOCK

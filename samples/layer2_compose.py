@@ -75,3 +75,16 @@ by_hand = by_hand(frames[0])
 print("compose == cv2.cuda:", bool(np.array_equal(by_hand, nchw[0])))
 print(lazycv.stats())
 assert np.array_equal(by_hand, nchw[0]) and np.array_equal(out, nchw)
+
+# For a model: the whole batch as one device array, (B, 3, 224, 224). From the second batch of
+# a shape on, the pipeline is one launch (a batch program); torch.as_tensor(t, device="cuda")
+# or cupy.asarray(t) take it without a copy on CUDA (a numpy array on the CPU backend).
+fixed = lazycv.compose(lazycv.crop((80, 0, 480, 480)), lazycv.resize((224, 224)),
+                       lazycv.cvt_color(cv2.COLOR_BGR2RGB), lazycv.convert(np.float32, 1 / 255),
+                       lazycv.normalize(MEAN, STD), lazycv.to_planar(), lazycv.write(tensor=True))
+fixed(frames)                                          # records, plans and captures the program
+lazycv.reset_stats()
+tensor = fixed(frames)
+host = tensor if isinstance(tensor, np.ndarray) else tensor.copy_to_host()
+print("tensor", tuple(tensor.shape), "ops recorded by the second batch:", lazycv.stats()["ops_recorded"])
+assert np.array_equal(host, nchw) and lazycv.stats()["ops_recorded"] == 0

@@ -141,3 +141,24 @@ def test_tensor_output_without_to_planar_and_for_one_frame(rng):
     assert_close(host(one), ref[1])
     with pytest.raises(cv2.error, match="tensor=True"):
         lazycv.write(out=np.zeros(3), tensor=True)
+
+
+def test_gray_batches_streams_and_results_read_by_the_next_batch(rng):
+    (h, w), rect, out = _geom()
+    gray = lazycv.compose(lazycv.resize(out), lazycv.cvt_color(cv2.COLOR_BGR2GRAY), lazycv.write(tensor=True))
+    scale = lazycv.compose(lazycv.convert(np.float32, 0.5), lazycv.write())
+    planes = lazycv.compose(lazycv.resize(out), lazycv.cvt_color(cv2.COLOR_BGR2GRAY), lazycv.write(device=True))
+    stream = cv2.cuda.Stream()
+    for call in range(3):
+        frames = frames_of(rng, 3, h, w)
+        ref = np.stack([cv2.cvtColor(cv2.resize(f, out), cv2.COLOR_BGR2GRAY) for f in frames])
+        lazycv.reset_stats()
+        t = gray([upload(f) for f in frames], stream=stream)
+        if call:
+            assert lazycv.stats()["ops_recorded"] == 0
+        assert t.shape == (3, out[1], out[0]) and t.dtype == np.uint8
+        assert_close(host(t), ref, tol=1)         # OpenCV's gray conversion: SPEC tolerance 1
+        # a program's GpuMat results as the next pipeline's batch (both programs from call 1)
+        mats = planes([upload(f) for f in frames])
+        assert_close(scale(mats), ref.astype(np.float32) * np.float32(0.5), tol=0.5)
+    assert all(v is not None for p in (gray, planes, scale) for v in p._programs.values())
