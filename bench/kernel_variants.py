@@ -20,12 +20,12 @@ import peers  # noqa: E402
 VARIANTS = [  # (pixels per thread, index spelling, block)
     (1, "{}", (32, 8, 1)),              # the generator before run 17
     (1, "np.uint64({})", (32, 8, 1)),
-    (2, "np.uint64({})", (32, 4, 1)),   # the default since run 17
+    (2, "np.uint64({})", (32, 4, 1)),   # the default in runs 17-24
     (2, "np.uint64({})", (32, 8, 1)),
     (2, "np.uint64({})", (32, 2, 1)),
-    (4, "np.uint64({})", (32, 4, 1)),
     (4, "np.uint64({})", (32, 2, 1)),
-    (2, "np.uint64({})", (32, 4, 1)),   # the default since run 17 (last: also from one buffer)
+    (8, "np.uint64({})", (32, 4, 1)),
+    (4, "np.uint64({})", (32, 4, 1)),   # the default since run 24 (last: also from one buffer)
 ]
 
 

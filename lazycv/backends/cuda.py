@@ -41,7 +41,7 @@ BLOCK = (32, 4, 1)
 # output pixels per thread along x, BLOCK[0] apart (stores stay coalesced): the per-item table
 # loads and per-row math are paid once for all of them. Baked into the source; a sweep that
 # changes it must drop the kernel and plan caches (bench/kernel_variants.py measures both).
-PIXELS_PER_THREAD = int(os.environ.get("LAZYCV_PIXELS_PER_THREAD", "2"))
+PIXELS_PER_THREAD = int(os.environ.get("LAZYCV_PIXELS_PER_THREAD", "4"))
 # how a compiled kernel is launched after its first (dispatcher) launch, cheapest first
 LAUNCH_MODES = ("driver", "packed", "overload", "dispatcher")
 

@@ -59,10 +59,13 @@ class Resize(OpDef):
             f = ctx.let(f"np.float32(({d} + 0.5) * {scale} - 0.5)", "f")
         else:
             f = ctx.let(f"np.float32({d} * {scale})", "f")
+        # int32 throughout (the size is an int64 table entry; Numba widens mixed arithmetic and
+        # a 64-bit min/max is four instructions on a GPU)
+        last = ctx.let(f"np.int32({size} - 1)", "i")
         i = ctx.let(ctx.spell("floor_i32", f), "i")
-        frac = ctx.let(f"np.float32(0) if ({i} < 0 or {i} >= {size} - 1) else {f} - np.float32({i})", "f")
-        i0 = ctx.let(f"min(max({i}, 0), {size} - 1)", "i")
-        i1 = ctx.let(f"min({i0} + 1, {size} - 1)", "i")
+        frac = ctx.let(f"np.float32(0) if ({i} < np.int32(0) or {i} >= {last}) else {f} - np.float32({i})", "f")
+        i0 = ctx.let(f"min(max({i}, np.int32(0)), {last})", "i")
+        i1 = ctx.let(f"min(np.int32({i0} + 1), {last})", "i")
         return i0, i1, frac
 
     @staticmethod
@@ -85,7 +88,8 @@ class Resize(OpDef):
             r1 = ctx.let(f"np.int32({p10[c]} * {ax0} + {p11[c]} * {ax1})")
             a0 = ctx.let(f"np.int32(np.int32({r0} >> 4) * {by0})")
             a1 = ctx.let(f"np.int32(np.int32({r1} >> 4) * {by1})")
-            out.append(f"min(max(np.int32(np.int32(np.int32({a0} >> 16) + np.int32({a1} >> 16) + 2) >> 2), 0), 255)")
+            out.append(f"min(max(np.int32(np.int32(np.int32({a0} >> 16) + np.int32({a1} >> 16) + 2) >> 2), "
+                       "np.int32(0)), np.int32(255))")
         return out
 
 
