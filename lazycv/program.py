@@ -4,12 +4,12 @@ Item templates (lazycv.template) spare a batch the step calls, but its nodes are
 matched against the plan cache and bound to results: tens of µs of Python a frame. When a
 batch of inputs of one size and type went out as exactly one batched launch that reads only
 those inputs and writes only its outputs, that launch *is* the batch: the next batch of the
-same shape swaps in its input buffers and fresh output memory, uploads the same tables and
-launches — nothing recorded, planned or bound per frame.
+same shape swaps in its input buffers and fresh output memory and launches with the tables
+already on the device — nothing recorded, planned or bound per frame.
 
 A program writes every output of item b into one slab, plane k at slot ``b * planes + k``
 (codegen.BatchSpec.out_cols): the batch is one (B, C, H, W) tensor (or (B, H, W[, C]) without
-to_planar) that a model can take as is, and GpuMat results are views of it.
+to_planar) that a model can take as is; GpuMat results are the slab's planes.
 """
 import numpy as np
 
