@@ -467,11 +467,8 @@ class Pipeline:
             if STATE.any_shared and is_shared(v):
                 return None
             values.append(v)
-        v0 = values[0]
-        kind = (v0.rows, v0.cols, v0.depth, v0.cn)
-        if any((v.rows, v.cols, v.depth, v.cn) != kind for v in values):
-            return None
-        key = (input_key(v0), memory_of(values), STATE.backend_name, STATE.fuse)
+        # the tables hold each item's sizes: a batch of other sizes (new ROIs) is another program
+        key = (tuple(map(input_key, values)), memory_of(values), STATE.backend_name, STATE.fuse)
         items = self.writer.device and not self.writer.tensor
         prog = self._programs.get(key, False)
         if prog is None:

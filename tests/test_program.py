@@ -162,3 +162,39 @@ def test_gray_batches_streams_and_results_read_by_the_next_batch(rng):
         mats = planes([upload(f) for f in frames])
         assert_close(scale(mats), ref.astype(np.float32) * np.float32(0.5), tol=0.5)
     assert all(v is not None for p in (gray, planes, scale) for v in p._programs.values())
+
+
+def test_a_fixed_set_of_regions_of_different_sizes_is_one_program(rng):
+    """W3's shape through compose: crops of one frame, each its own size, resized to one size —
+    one launch per batch once captured; new frame contents, moved crops and new sizes stay
+    correct."""
+    (h, w), _, out = _geom()
+    big_h, big_w = 3 * h, 3 * w
+    g = cv2.cuda_GpuMat()
+    p = lazycv.compose(lazycv.resize(out), lazycv.convert(np.float32, 1 / 255),
+                       lazycv.normalize(MEAN, STD), lazycv.to_planar(), lazycv.write(tensor=True))
+
+    def crops(n):
+        sizes = [(int(rng.integers(2, w)), int(rng.integers(2, h))) for _ in range(n)]
+        return [(int(rng.integers(0, big_w - cw)), int(rng.integers(0, big_h - ch)), cw, ch) for cw, ch in sizes]
+
+    def reference(frame, rects):
+        rs = [cv2.resize(np.ascontiguousarray(frame[y:y + ch, x:x + cw]), out) for x, y, cw, ch in rects]
+        f = np.stack(rs).astype(np.float32) * np.float32(1 / 255)
+        return ((f - np.array(MEAN, np.float32)) / np.array(STD, np.float32)).transpose(0, 3, 1, 2)
+
+    # the general path of the same steps (a callable step: never a program)
+    general = lazycv.compose(*p.steps[:-2], lambda m: m, lazycv.to_planar(), lazycv.write(tensor=True))
+    # SPEC: an upscaling 8U LINEAR resize may differ from CPU OpenCV by one level, here / 255 / std
+    tol = 1 / (255 * min(STD)) + 1e-5
+    rects = crops(6)
+    moved = [(int(rng.integers(0, big_w - cw)), int(rng.integers(0, big_h - ch)), cw, ch) for _, _, cw, ch in rects]
+    for call, rs in enumerate([rects, rects, moved, crops(6), rects]):
+        frame = rand_image(rng, big_h, big_w, 3, np.uint8)
+        g.upload(frame)                                  # new contents, the same memory
+        lazycv.reset_stats()
+        t = p([cv2.cuda_GpuMat(g, r) for r in rs])
+        if call in (1, 2, 4):                            # the sizes of a captured batch
+            assert lazycv.stats()["ops_recorded"] == 0 and lazycv.stats()["kernels_launched"] == 1
+        assert_close(host(t), reference(frame, rs), tol=tol)
+        assert np.array_equal(host(t), host(general([cv2.cuda_GpuMat(g, r) for r in rs])))
