@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-from w1 import sync, wall_time  # noqa: E402
+from w1 import sync, tensor_result, wall_time  # noqa: E402
 
 MUL = (1 / 255, 1 / 255, 1 / 255)
 MEAN = (0.485, 0.456, 0.406)
@@ -203,8 +203,7 @@ def main(argv=None):
         return float(np.abs(out.cpu().numpy() - ref3).max())
 
     def tensor_err3(t):
-        got = t.copy_to_host() if hasattr(t, "copy_to_host") else np.asarray(t)
-        return float(np.abs(got - ref3).max())
+        return float(np.abs(tensor_result(t) - ref3).max())
 
     entries = [("W3", "lazycv fused", lambda: w3_lazycv(f4k, rois, True), lazy_err3, w3_bytes),
                ("W3", "lazycv eager", lambda: w3_lazycv(f4k, rois, False), lazy_err3, w3_bytes),

@@ -25,8 +25,8 @@ import numpy as np
 from . import ir
 from ._types import DEPTH_DTYPE, DTYPE_DEPTH, is_float
 from .errors import StsBadArg, StsBadSize, StsUnsupportedFormat, cv_error
-from .runtime import STATE, is_shared
-from .template import input_key
+from .program import BatchProgram, batch_key
+from .runtime import STATE, capturing, flush, is_shared
 
 __all__ = ["compose", "Pipeline", "Step", "read", "crop", "resize", "cvt_color", "convert", "normalize",
            "to_planar", "write", "Call"]
@@ -457,8 +457,6 @@ class Pipeline:
         program, what it launched — a tensor, or per-plane buffers for GpuMat results); (None,
         results) when this call captured a program but must return the general path's results;
         None where no program applies — the batch then takes the general path."""
-        from .program import BatchProgram, memory_of
-        from .runtime import capturing, flush
         values = []
         for m in mats:
             if m._node is not None:
@@ -468,7 +466,7 @@ class Pipeline:
                 return None
             values.append(v)
         # the tables hold each item's sizes: a batch of other sizes (new ROIs) is another program
-        key = (tuple(map(input_key, values)), memory_of(values), STATE.backend_name, STATE.fuse)
+        key = (batch_key(values), STATE.resize_mapping, STATE.backend_name, STATE.fuse)
         items = self.writer.device and not self.writer.tensor
         prog = self._programs.get(key, False)
         if prog is None:
@@ -477,9 +475,9 @@ class Pipeline:
             if not STATE.fuse:
                 return None
             flush()                              # other pending work must not join the capture
+            from . import materialize
             with capturing() as launches:
                 res = self._items(mats, stream)
-                from . import materialize
                 materialize(*_flat(res))
             planes = [r if isinstance(r, list) else [r] for r in res]
             prog = BatchProgram.capture(launches, values, planes, self._planar())
@@ -488,6 +486,8 @@ class Pipeline:
             self._programs[key] = prog
             if prog is None or items:
                 return None, res
+            # one more launch into the tensor: cheaper than copying the results there plane by
+            # plane (host output: than downloading them plane by plane)
             got = prog.run(values)
             return (None, res) if got is None else (prog, got)
         got = prog.run(values, items)
@@ -500,15 +500,13 @@ class Pipeline:
         if w.tensor:
             return result
         if w.device:
-            from .ir import Allocation
-            GpuMat = _gpumat()
+            GpuMat, Allocation = _gpumat(), ir.Allocation
             mats = [GpuMat._over(Allocation(buf), prog.rows, prog.cols, prog.depth, prog.cn) for buf in result]
             if not prog.planar:
                 return mats
             p = prog.planes
             return [mats[i:i + p] for i in range(0, len(mats), p)]
-        shape = prog.tensor_shape()
-        dt = DEPTH_DTYPE[prog.depth]
+        shape, dt = prog.tensor_shape, prog.dtype
         if out is None:
             out = np.empty(shape, dt)
         self._check_out("lazycv::write", out, shape, dt)
@@ -519,7 +517,6 @@ class Pipeline:
         """The general path's results copied into one device array (the batch-program path
         writes there directly)."""
         from . import materialize
-        from .ir import Allocation
         shapes = [self._shape(r) for r in res]
         if any(sd != shapes[0] for sd in shapes):
             raise cv_error("lazycv::write", "the batch's results differ in shape or type and cannot be one tensor: "
@@ -534,7 +531,7 @@ class Pipeline:
             item = tensor[i] if batch else tensor
             for k, p in enumerate(r if isinstance(r, list) else [r]):
                 plane = item[k] if isinstance(r, list) else item.reshape(p.rows, p.cols * p.channels())
-                dst = GpuMat._over(Allocation(plane, foreign=tensor), p.rows, p.cols, p.depth(), p.channels())
+                dst = GpuMat._over(ir.Allocation(plane, foreign=tensor), p.rows, p.cols, p.depth(), p.channels())
                 copies.append(p.copyTo(dst))
         materialize(*copies)
         return tensor

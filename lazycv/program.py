@@ -23,8 +23,8 @@ class BatchProgram:
     and the shape of the result (``n`` items of ``planes`` planes, ``rows`` x ``cols`` x ``cn``
     of ``depth``)."""
     __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "nargs", "in_pos", "out_pos",
-                 "planes", "rows", "cols", "cn", "depth", "row_item",
-                 "src_cols", "y0", "x0", "planar", "tables")
+                 "planes", "rows", "cols", "cn", "depth", "row_item", "src_cols", "y0", "x0",
+                 "planar", "tables", "dtype", "slab_shape", "tensor_shape")
 
     @classmethod
     def capture(cls, launches, inputs, results, planar):
@@ -79,35 +79,31 @@ class BatchProgram:
         prog.compiled, prog.n, prog.max_h, prog.max_w = rec.compiled, n, rec.max_h, rec.max_w
         prog.ti, prog.tf, prog.nargs = ti, rec.tf, len(rec.args)
         prog.in_pos, prog.out_pos, prog.planes = in_pos, out_pos, planes
-        prog.rows, prog.cols, prog.cn, prog.depth = shape
+        rows, cols, cn, depth = prog.rows, prog.cols, prog.cn, prog.depth = shape
         prog.planar = planar
+        prog.dtype = np.dtype(DEPTH_DTYPE[depth])
+        prog.slab_shape = (n * planes, rows, cols * cn)
+        # (B, C, H, W) after to_planar, else (B, H, W) or (B, H, W, C)
+        prog.tensor_shape = (n, planes, rows, cols) if planar else \
+            (n, rows, cols) + ((cn,) if cn > 1 else ())
         prog.tables = STATE.backend.constant_tables(ti, rec.tf)    # uploaded once
         # every source an item reads is its input or a region of it: its table offsets move
         # with the input's
         prog.row_item = row_item
         prog.src_cols = [c for _, cy, cx, _ in spec.src_fetch for c in (cy, cx)]
-        prog.y0 = np.array([v.y0 for v in inputs], np.int64)
-        prog.x0 = np.array([v.x0 for v in inputs], np.int64)
+        prog.y0, prog.x0 = [v.y0 for v in inputs], [v.x0 for v in inputs]
         return prog
-
-    def tensor_shape(self):
-        """(B, C, H, W) after to_planar, else (B, H, W) or (B, H, W, C)."""
-        if self.planar:
-            return (self.n, self.planes, self.rows, self.cols)
-        return (self.n, self.rows, self.cols) + ((self.cn,) if self.cn > 1 else ())
 
     def run(self, values, items=False):
         """Launch for ``values``. Returns the batch tensor (fresh pooled device memory), or
         with ``items`` the 2-D buffer of each plane, item-major (GpuMat results); None where
         the backend cannot launch into a tensor (a launch path that types real arrays)."""
         be = STATE.backend
-        dtype = np.dtype(DEPTH_DTYPE[self.depth])
-        slab_shape = (self.n * self.planes, self.rows, self.cols * self.cn)
         if items:
-            slab, out = be.alloc_batch(*slab_shape, dtype)
+            slab, out = be.alloc_batch(*self.slab_shape, self.dtype)
         else:
-            out = be.buffers.alloc(self.tensor_shape(), dtype)
-            slab = be.launch_view(out, slab_shape)
+            out = be.buffers.alloc(self.tensor_shape, self.dtype)
+            slab = be.launch_view(out, self.slab_shape)
             if slab is None:
                 return None
         args = [None] * self.nargs
@@ -117,28 +113,26 @@ class BatchProgram:
             args[p] = slab
         ti, tables = self.ti, self.tables
         if self.src_cols:
-            dy = np.array([v.y0 for v in values], np.int64) - self.y0
-            dx = np.array([v.x0 for v in values], np.int64) - self.x0
-            if dy.any() or dx.any():              # inputs elsewhere in their memory: new tables
+            y0, x0 = [v.y0 for v in values], [v.x0 for v in values]
+            if y0 != self.y0 or x0 != self.x0:    # inputs elsewhere in their memory: new tables
+                dy = np.subtract(y0, self.y0)[self.row_item]
+                dx = np.subtract(x0, self.x0)[self.row_item]
                 ti, tables = ti.copy(), None
-                rows = self.row_item
                 for j, c in enumerate(self.src_cols):
-                    ti[:, c] += (dx if j % 2 else dy)[rows]
+                    ti[:, c] += dx if j % 2 else dy
         be.launch_batched(self.compiled, self.n, self.max_h, self.max_w, ti, self.tf, args, tables=tables)
         STATE.stats["kernels_launched"] += 1
         return out
 
 
-def memory_of(values):
-    """(the layout of each distinct buffer, which earlier item's buffer each item shares or -1):
-    what a program's argument types and argument positions depend on (part of its key)."""
-    first, layouts, sharing = {}, [], []
+def batch_key(values):
+    """What a program depends on besides the steps and settings, in one pass over the batch:
+    each item's size and type, and the layout of its buffer — or which earlier item's buffer
+    it shares (argument types and positions follow from that)."""
+    first, key = {}, []
     for i, v in enumerate(values):
         buf = v.buf
         j = first.setdefault(id(buf), i)
-        if j == i:
-            layouts.append((buf.shape, buf.strides, buf.dtype))
-            sharing.append(-1)
-        else:
-            sharing.append(j)
-    return tuple(layouts), tuple(sharing)
+        key.append((v.rows, v.cols, v.depth, v.cn,
+                    (buf.shape, buf.strides, buf.dtype) if j == i else j))
+    return tuple(key)

@@ -450,7 +450,9 @@ def _launch_batch(kinds, by_node):
         ti[b0:b1, 0] = [k.rows for k, _ in members]
         ti[b0:b1, 1] = [k.cols for k, _ in members]
         ti[b0:b1, 2] = j
-        ti[b0:b1, spec.out_cols] = np.arange(len(members))[:, None]
+        slots = np.arange(len(members))
+        for c in spec.out_cols:
+            ti[b0:b1, c] = slots
         for vi, cy, cx, csel in spec.src_fetch:
             srcs = [lay.source(vi) for _, lay in members]
             ti[b0:b1, cy] = [v.y0 for v in srcs]

@@ -169,15 +169,13 @@ class CudaBackend(Backend):
         """A reshape for the direct launch paths: only the launch parameters (a numba reshape
         builds a DeviceNDArray, tens of µs); None for the paths that type real arrays."""
         if self.simulator:
-            return arr.reshape(shape)
+            return super().launch_view(arr, shape)
         if self.launch_mode not in ("driver", "packed"):
             return None
+        from numba.cuda.np import numpy_support
         p = getattr(arr, "_lazycv_params", None) or _flatten_array(arr)
-        item = p[3]
-        strides, step = [], item
-        for d in reversed(shape):
-            strides.insert(0, step)
-            step *= d
+        strides = numpy_support.strides_from_shape(shape=shape, itemsize=p[3], c_contiguous=True,
+                                                   f_contiguous=False)
         return _LaunchView(p[:5] + tuple(shape) + tuple(strides))
 
     def alloc_batch(self, n, rows, row_elems, dtype):
