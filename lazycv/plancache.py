@@ -112,12 +112,26 @@ def _thaw(plan, objs):
 
 
 class _Replay:
-    """A flush remembered by its recording: which of the live pending mats were its sinks, and
-    its plan in recording positions."""
-    __slots__ = ("sinks", "plan")
+    """A flush remembered by its recording: which of the live pending mats were its sinks, its
+    plan in recording positions, and its launch as a program (lazycv.program.FlushProgram;
+    None until a replay has tried to capture one, False where none applies)."""
+    __slots__ = ("sinks", "plan", "program")
 
     def __init__(self, sinks, plan):
-        self.sinks, self.plan = sinks, plan
+        self.sinks, self.plan, self.program = sinks, plan, None
+
+    def one_batched_launch(self):
+        """The plan's only launch when it is one batched launch of several items (the
+        general path launches it batched too, so capturing it changes nothing), else None."""
+        phases = self.plan.phases
+        if len(phases) == 1 and len(phases[0]) == 1 and sum(len(kind) for kind in phases[0][0]) > 1:
+            return phases[0][0]
+        return None
+
+    def thaw(self, rec, mats):
+        """(sinks, kernels, phases): the plan over the new recording's values."""
+        kernels, phases = _thaw(self.plan, rec.values())
+        return [mats[i] for i in self.sinks], kernels, phases
 
 
 class PlanCache:
@@ -160,18 +174,18 @@ class PlanCache:
             live.append((p, m._alloc is not None, id(m) in requested))
         return fuse, rec.key(), tuple(live)
 
-    def replay(self, key, rec, mats, stats):
-        """(sinks, kernels, phases) when an earlier flush recorded the same calls and left the
-        same mats alive (the same :meth:`replay_key`): its plan over the new values, with no
-        walk of the graph. None otherwise. The plan is the one that flush made, so the results
-        are the same as planning again (the key holds everything planning looks at)."""
+    def replay(self, key, stats):
+        """The remembered flush (a ``_Replay``) when an earlier flush recorded the same calls
+        and left the same mats alive (the same :meth:`replay_key`): its plan serves the new
+        values with no walk of the graph (``thaw``). None otherwise. The plan is the one that
+        flush made, so the results are the same as planning again (the key holds everything
+        planning looks at)."""
         hit = self._replays.get(key) if key is not None else None
         if hit is None:
             return None
         self._replays.move_to_end(key)
         stats["plan_hits"] += 1
-        kernels, phases = _thaw(hit.plan, rec.values())
-        return [mats[i] for i in hit.sinks], kernels, phases
+        return hit
 
     def remember(self, key, rec, mats, sinks, kernels, phases):
         """Keep a flush's plan under its :meth:`replay_key` for :meth:`replay`."""

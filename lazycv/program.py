@@ -136,3 +136,131 @@ def batch_key(values):
         key.append((v.rows, v.cols, v.depth, v.cn,
                     (buf.shape, buf.strides, buf.dtype) if j == i else j))
     return tuple(key)
+
+
+class FlushProgram:
+    """A replayed flush (plancache.PlanCache.replay_hit) that went out as one batched launch,
+    as that launch: the next flush with the same recording fills the per-item tables and the
+    launch arguments straight from the recorded values by position and binds the results — no
+    kernels, layouts, binding sets or per-item lookups rebuilt (the loop of cv2.cuda calls over
+    64 frames or 50 ROIs: hundreds of µs of Python a flush).
+
+    Everything it keeps is fixed by the recording's key: sizes, types, which buffers are the
+    same, the plan. What the key leaves out — buffers, ROI offsets, scalars — is read anew.
+    """
+    __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "src_fills", "int_fills",
+                 "float_fills", "arg_from", "slabs", "results", "binds", "ops_fused")
+
+    @classmethod
+    def capture(cls, record, launch, kernels, sinks, at):
+        """The program of a replayed flush whose plan (in positions) is the one ``launch`` (its
+        kinds of (kernel index, value positions, ...)) over ``kernels`` and that went out as
+        the LaunchRecord ``record``; ``sinks`` are the flush's sink mats (computed by it) and
+        ``at`` their positions in the flush's live mats. None when anything does not fit."""
+        members_by_kind = [m for m, _ in record.kinds]
+        if len(members_by_kind) != len(launch) or any(
+                len(a) != len(b) for a, b in zip(members_by_kind, launch)):
+            return None
+        prog = cls()
+        prog.compiled, prog.max_h, prog.max_w = record.compiled, record.max_h, record.max_w
+        prog.n = sum(len(kind) for kind in launch)
+        prog.ti, prog.tf = record.ti.copy(), record.tf.copy()
+        prog.src_fills, prog.int_fills, prog.float_fills = [], [], []
+        prog.arg_from, prog.slabs, prog.results = [], [], []
+        slot_of = {}                       # id(output node) -> (slab, item)
+        slab_ids = {id(s): k for k, s in enumerate(record.slabs)}
+        args = iter(record.args)
+        b0 = 0
+        ops = 0
+        for j, (kind, (members, item_bufs)) in enumerate(zip(launch, record.kinds)):
+            spec, b1 = record.compiled.specs[j], b0 + len(kind)
+            vals = [entry[1] for entry in kind]
+            for vi, cy, cx, _ in spec.src_fetch:
+                poss = [v[vi] for v in vals]
+                prog.src_fills.append((b0, b1, cy, cx, poss))
+            for vi, kk, col in spec.int_fetch:
+                prog.int_fills.append((b0, b1, col, kk, [v[vi] for v in vals]))
+            for vi, kk, col, fkind in spec.float_fetch:
+                prog.float_fills.append((b0, b1, col, kk, [v[vi] for v in vals], fkind == "f32"))
+            for _, vi, how, n in spec.arrays:
+                # the recorded argument's buffer is the source of the first member reading it
+                first = {}
+                for (_, lay), v in zip(members, vals):
+                    first.setdefault(id(lay.source(vi).buf), v[vi])
+                for _ in range(n):
+                    a = next(args)
+                    if id(a) not in first:
+                        return None
+                    prog.arg_from.append(first[id(a)])
+            for items in item_bufs:
+                slab = next(args)
+                if id(slab) not in slab_ids or len(items) != len(kind):
+                    return None
+                prog.arg_from.append(-1 - len(prog.slabs))
+                shape = tuple(slab.shape)
+                prog.slabs.append((shape[0], shape[1], shape[2], slab.dtype))
+            for local, ((k, _), (ki, *_)) in enumerate(zip(members, kind)):
+                outs = kernels[ki][3]
+                if len(outs) != len(item_bufs):
+                    return None
+                for oi, npos in enumerate(outs):
+                    s = len(prog.slabs) - len(item_bufs) + oi
+                    prog.results.append((npos, s, local))
+                    slot_of[id(item_bufs[oi][local])] = len(prog.results) - 1
+                if len(k.nodes) > 1:
+                    ops += len(k.nodes)
+            b0 = b1
+        if next(args, None) is not None:
+            return None
+        prog.binds = []
+        for m, i in zip(sinks, at):          # computed: each sink holds its item's buffer
+            r = slot_of.get(id(m._alloc.buf)) if m._alloc is not None and m._node is None else None
+            if r is None or m._y0 or m._x0:
+                return None
+            prog.binds.append((i, r))
+        prog.ops_fused = ops
+        return prog
+
+    def run(self, values, mats):
+        """Launch for the new recording's ``values`` (by position) and bind the results to the
+        sinks among ``mats`` (the live pending mats, in the key's order). False (nothing done)
+        when a value the launch needs is gone."""
+        from .ir import Allocation, Source
+        ti, tf = self.ti.copy(), self.tf.copy()
+        try:
+            for b0, b1, cy, cx, poss in self.src_fills:
+                srcs = [values[p] for p in poss]
+                ti[b0:b1, cy] = [v.y0 for v in srcs]
+                ti[b0:b1, cx] = [v.x0 for v in srcs]
+            for b0, b1, col, kk, poss in self.int_fills:
+                ti[b0:b1, col] = [int(values[p].dyn[kk]) for p in poss]
+            for b0, b1, col, kk, poss, f32 in self.float_fills:
+                vals = np.array([values[p].dyn[kk] for p in poss], np.float64)
+                tf[b0:b1, col] = vals.astype(np.float32) if f32 else vals
+            arrays = [values[p].buf for p in self.arg_from if p >= 0]
+            nodes = [values[npos] for npos, _, _ in self.results]
+            if None in nodes:
+                return False
+        except AttributeError:           # a value is gone (None): the general path decides
+            return False
+        be = STATE.backend
+        slabs = [be.alloc_batch(n, rows, row_elems, dtype) for n, rows, row_elems, dtype in self.slabs]
+        args, it = [], iter(arrays)
+        for p in self.arg_from:
+            args.append(next(it) if p >= 0 else slabs[-1 - p][0])
+        be.launch_batched(self.compiled, self.n, self.max_h, self.max_w, ti, tf, args)
+        stats = STATE.stats
+        stats["kernels_launched"] += 1
+        stats["ops_fused"] += self.ops_fused
+        made = []
+        for n, (_, s, b) in zip(nodes, self.results):
+            buf = slabs[s][1][b]
+            n.result = Source(buf, 0, 0, n.rows, n.cols, n.depth, n.cn)
+            made.append(buf)
+        allocs = {}
+        for i, r in self.binds:
+            a = allocs.get(r)
+            if a is None:
+                a = allocs[r] = Allocation(made[r])
+            mats[i]._bind_result(a, 0, 0)
+        return True

@@ -232,9 +232,11 @@ def flush(requested=()):
             return
         req = {id(m) for m in requested}
         key = STATE.plans.replay_key(rec, mats, req, STATE.fuse)
-        replay = STATE.plans.replay(key, rec, mats, STATE.stats)
+        replay = STATE.plans.replay(key, STATE.stats)
+        if replay is not None and replay.program and _run_program(replay, rec, mats):
+            return
         if replay is not None:
-            sinks, kernels, phases = replay
+            sinks, kernels, phases = replay.thaw(rec, mats)
             plan = lambda values, by_node: (kernels, phases)      # noqa: E731
         else:
             graph = Graph([m._node for m in mats])
@@ -249,14 +251,41 @@ def flush(requested=()):
         if not sinks:
             return
         STATE.stats["flushes"] += 1
+        launch = replay.one_batched_launch() if replay is not None and replay.program is None \
+            and STATE.capture is None else None
         try:
-            kernels, phases = execute(sinks, plan)
+            if launch is None:
+                kernels, phases = execute(sinks, plan)
+            else:
+                with capturing() as launches:
+                    kernels, phases = execute(sinks, plan)
+                replay.program = len(launches) == 1 and launches[0] is not None and FlushProgram.capture(
+                    launches[0], launch, replay.plan.kernels, sinks, replay.sinks) or False
         except BaseException:
-            failed = {id(m) for m in sinks if m._node is not None}
-            STATE.pending = [r for r in STATE.pending if id(r()) not in failed]
+            _forget(sinks)
             raise
         if replay is None:
             STATE.plans.remember(key, rec, mats, sinks, kernels, phases)
+
+
+def _forget(sinks):
+    """A failed flush's results leave the pending list (asking for one again retries it)."""
+    failed = {id(m) for m in sinks if m._node is not None}
+    STATE.pending = [r for r in STATE.pending if id(r()) not in failed]
+
+
+def _run_program(replay, rec, mats):
+    """A replayed flush by its program (lazycv.program.FlushProgram); False when it cannot
+    serve these values (the general path then runs)."""
+    STATE.stats["flushes"] += 1
+    try:
+        if replay.program.run(rec.values(), mats):
+            return True
+    except BaseException:
+        _forget([mats[i] for i in replay.sinks])
+        raise
+    STATE.stats["flushes"] -= 1
+    return False
 
 
 def _output_region(mat):
@@ -544,3 +573,6 @@ def copy_region(src, buf, y0, x0):
     args = gather_args(compiled.recipe, layout) + (buf, y0, x0)
     STATE.backend.launch(compiled, src.rows, src.cols, args)
     STATE.stats["kernels_launched"] += 1
+
+
+from .program import FlushProgram  # noqa: E402  (program reads STATE)

@@ -241,3 +241,93 @@ def test_buffers_are_numbered_apart_even_when_a_dead_ones_id_comes_back():
     rec.first_seen(source(d))
     slots = [tok[0] for tok in rec.tokens]
     assert len(set(slots)) == 4, slots
+
+
+# ---------------------------------------------------------------- replays as one launch (FlushProgram)
+
+def count_thaws(monkeypatch):
+    """Counts plans thawed for replays, from a fresh plan cache."""
+    from lazycv import plancache
+    monkeypatch.setattr(runtime.STATE, "plans", plancache.PlanCache())
+    thaws = []
+    real = plancache._thaw
+
+    def counting(plan, objs):
+        thaws.append(1)
+        return real(plan, objs)
+    monkeypatch.setattr(plancache, "_thaw", counting)
+    return thaws
+
+
+def test_a_replayed_loop_is_relaunched_from_its_recording(rng, monkeypatch):
+    """A Python loop over ROIs of new frames, with new positions and a new scalar each time:
+    from the third flush on the batched launch is filled straight from the recording (no plan
+    thawed), and every flush still matches CPU OpenCV."""
+    thaws = count_thaws(monkeypatch)
+    for it in range(5):
+        a = rand_image(rng, 20, 24, 3, np.uint8)          # a new frame buffer each time
+        g = upload(a)
+        rects = [(int(rng.integers(0, 16)), int(rng.integers(0, 12)), 8, 8) for _ in range(4)]
+        alpha = 0.5 / (it + 1)
+        outs = crops_chain(g, rects, alpha)
+        lazycv.materialize(*[p for planes in outs for p in planes])
+        for planes, refs in zip(outs, crops_ref(a, rects, alpha)):
+            for got, ref in zip(planes, refs):
+                assert_close(got.download(), ref, tol=1e-5, what=f"iteration {it}")
+    assert len(thaws) == 1            # flush 0 planned, flush 1 thawed and captured, 2-4 programs
+    assert lazycv.stats()["plan_hits"] == 4
+
+
+def count_program_runs(monkeypatch):
+    """Counts FlushProgram runs from a fresh plan cache (earlier tests' plans may share keys)."""
+    from lazycv.plancache import PlanCache
+    from lazycv.program import FlushProgram
+    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
+    runs = []
+    real = FlushProgram.run
+
+    def counting(self, values, mats):
+        done = real(self, values, mats)
+        runs.append(done)
+        return done
+    monkeypatch.setattr(FlushProgram, "run", counting)
+    return runs
+
+
+def test_results_of_a_replayed_launch_feed_later_work_and_kept_intermediates_stay_right(rng, monkeypatch):
+    runs = count_program_runs(monkeypatch)
+    frames = [rand_image(rng, 9, 11, 3, np.uint8) for _ in range(3)]
+    for it in range(4):
+        gpus = [upload(f) for f in frames]
+        resized = [cv2.cuda.resize(g, (7, 5)) for g in gpus]        # kept: consumed, not sinks
+        outs = [cv2.cuda.split(cv2.cuda.subtract(r.convertTo(cv2.CV_32FC3, alpha=0.5), (0.25, 0.5, 0.75)))
+                for r in resized]
+        lazycv.materialize(*[p for planes in outs for p in planes])
+        for planes, f in zip(outs, frames):
+            check(planes, f, 0.5)
+            doubled = cv2.cuda.add(planes[1], planes[1])          # lazy work over a result
+            assert_close(doubled.download(), chain_ref(f, 0.5)[1] * 2, tol=1e-5, what="later op")
+        for r, f in zip(resized, frames):                           # computed on request
+            assert_close(r.download(), cv2.resize(f, (7, 5)), what=f"kept resize, iteration {it}")
+        frames = [rand_image(rng, 9, 11, 3, np.uint8) for _ in range(3)]
+    assert runs == [True, True]       # iterations 2 and 3 (0 planned, 1 captured)
+
+
+def test_a_replay_of_other_sharing_or_sizes_is_not_served_by_anothers_program(rng, monkeypatch):
+    runs = count_program_runs(monkeypatch)
+    a, b = rand_image(rng, 9, 11, 3, np.uint8), rand_image(rng, 9, 11, 3, np.uint8)
+    for it in range(3):
+        ga, gb = upload(a), upload(b)
+        for srcs, arrays in (((ga, gb), (a, b)), ((ga, ga), (a, a)), ((gb, ga), (b, a))):
+            outs = [chain(g, 0.25 * (it + 1)) for g in srcs]
+            lazycv.materialize(*[p for planes in outs for p in planes])
+            for planes, arr in zip(outs, arrays):
+                check(planes, arr, 0.25 * (it + 1))
+        c = rand_image(rng, 12, 14, 3, np.uint8)          # other input sizes
+        other = [chain(upload(c), 0.5) for _ in range(2)]
+        lazycv.materialize(*[p for planes in other for p in planes])
+        for planes in other:
+            check(planes, c, 0.5)
+    # (a, b) and (b, a) are one key (two distinct buffers): its program serves both from the
+    # second iteration on; (a, a) and the other sizes have programs of their own from the third
+    assert runs == [True] * 6
