@@ -107,12 +107,16 @@ def materialize(*mats):
 def stats():
     """Counters since the last reset_stats(): kernels_launched, ops_recorded, ops_fused,
     compiles, cache_hits, fallbacks, bytes_h2d, bytes_d2h, flushes."""
-    return dict(_STATE.stats)
+    with _STATE.lock:
+        _runtime.count_recorded()
+        return dict(_STATE.stats)
 
 
 def reset_stats():
-    for k in _STATE.stats:
-        _STATE.stats[k] = 0
+    with _STATE.lock:
+        _runtime.count_recorded()
+        for k in _STATE.stats:
+            _STATE.stats[k] = 0
 
 
 def explain(*mats, format="text"):

@@ -12,6 +12,7 @@ import itertools
 import weakref
 
 _RECORDED = itertools.count()
+_GENERATIONS = itertools.count(1)      # Recording.gen; 0: a value no recording numbered
 
 
 class Allocation:
@@ -42,12 +43,13 @@ class Allocation:
 
 class Source:
     """An immutable view of materialised data: a buffer and a region of it."""
-    __slots__ = ("buf", "y0", "x0", "rows", "cols", "depth", "cn", "__weakref__")
+    __slots__ = ("buf", "y0", "x0", "rows", "cols", "depth", "cn", "rgen", "rpos", "__weakref__")
     is_source = True
 
     def __init__(self, buf, y0, x0, rows, cols, depth, cn):
         self.buf, self.y0, self.x0 = buf, y0, x0
         self.rows, self.cols, self.depth, self.cn = rows, cols, depth, cn
+        self.rgen = 0              # the recording (Recording.gen) that numbered it, at rpos
 
     def __repr__(self):
         return f"Source({self.rows}x{self.cols}x{self.cn} d{self.depth} @({self.y0},{self.x0}))"
@@ -57,7 +59,7 @@ class Node:
     """One recorded op. ``result`` is set once the node has been computed into memory, so other
     pending consumers read it rather than computing it again."""
     __slots__ = ("op", "inputs", "static", "dyn", "rows", "cols", "depth", "cn", "result",
-                 "height", "seq", "__weakref__")
+                 "height", "seq", "rgen", "rpos", "__weakref__")
     is_source = False
 
     def __init__(self, op, inputs, static, dyn, rows, cols, depth, cn):
@@ -65,10 +67,11 @@ class Node:
         self.op, self.inputs, self.static, self.dyn = op, inputs, static, dyn
         self.rows, self.cols, self.depth, self.cn = rows, cols, depth, cn
         self.result = None
+        self.rgen = 0
         h = 0
         rec = RECORDING
         recording = rec.open
-        pos, objs, refs = rec.pos, rec.objs, []
+        gen, refs = rec.gen, []
         for v in inputs:
             if not v.is_source:
                 if v.result is not None:
@@ -76,8 +79,7 @@ class Node:
                 elif v.height >= h:
                     h = v.height + 1
             if recording:
-                p = pos.get(id(v))
-                refs.append(p if p is not None and objs[p]() is v else rec.first_seen(v))
+                refs.append(v.rpos if v.rgen == gen else rec.first_seen(v))
         self.height = h
         if recording and rec.open:                    # (reading an older pending result closes it)
             rec.add(self, (op, static, depth, cn, rows, cols, h, tuple(refs)))
@@ -93,20 +95,23 @@ class Recording:
 
     ``objs`` holds weak references to the recorded nodes and the memory they read, in
     first-use order (a result the user dropped must not keep its frames alive until the next
-    flush; ids are checked against them, since a dead value's id may come back); ``tokens``
-    one structural token each (a node: op, static parameters, type, size, height and the
-    positions of its inputs; memory: which buffer — numbered in first-seen order — type and
-    size). A recording *closes* (stops encoding and lets go of its objects) when a node reads
-    a pending result of an earlier flush, which its positions cannot name, or when it holds
-    more than ``LIMIT`` values: such flushes are planned the general way.
+    flush); each value carries its position (``rpos``) and the number of the recording that
+    gave it (``rgen``: recordings are numbered, so a value of an earlier one is never taken
+    for one of this). ``tokens`` holds one structural token each (a node: op, static
+    parameters, type, size, height and the positions of its inputs; memory: which buffer —
+    numbered in first-seen order — type and size). A recording *closes* (stops encoding and
+    lets go of its objects) when a node reads a pending result of an earlier flush, which its
+    positions cannot name, or when it holds more than ``LIMIT`` values: such flushes are
+    planned the general way.
     """
-    __slots__ = ("objs", "pos", "tokens", "bufs", "nbufs", "open")
+    __slots__ = ("objs", "tokens", "bufs", "nbufs", "open", "gen")
     LIMIT = 8192
 
     def __init__(self):
-        self.objs, self.pos, self.tokens, self.bufs = [], {}, [], {}
+        self.objs, self.tokens, self.bufs = [], [], {}
         self.nbufs = 0              # buffers numbered so far (an id may come back: not len(bufs))
         self.open = True
+        self.gen = next(_GENERATIONS)
 
     def first_seen(self, v):
         """The position of a value no recorded node has read yet (memory, or an older pending
@@ -127,7 +132,8 @@ class Recording:
 
     def add(self, v, token):
         objs = self.objs
-        p = self.pos[id(v)] = len(objs)
+        p = v.rpos = len(objs)
+        v.rgen = self.gen
         objs.append(weakref.ref(v))
         self.tokens.append(token)
         if p >= self.LIMIT:
@@ -136,10 +142,9 @@ class Recording:
 
     def position(self, v):
         """``v``'s position; KeyError when ``v`` was not recorded here."""
-        p = self.pos[id(v)]
-        if self.objs[p]() is not v:
+        if v.rgen != self.gen or not self.open:
             raise KeyError(id(v))
-        return p
+        return v.rpos
 
     def values(self):
         """The recorded values by position (None where one is gone)."""
@@ -151,7 +156,8 @@ class Recording:
 
     def close(self):
         self.open = False
-        self.objs, self.pos, self.tokens, self.bufs = [], {}, [], {}
+        self.gen = -1               # nothing is taken for one of its values any more
+        self.objs, self.tokens, self.bufs = [], [], {}
 
 
 RECORDING = Recording()     # replaced by a fresh one at each flush (runtime.flush)

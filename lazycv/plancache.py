@@ -166,12 +166,12 @@ class PlanCache:
         ``rec`` (pending since an earlier flush) or ``rec`` closed."""
         if not rec.open:
             return None
-        pos, objs, live = rec.pos, rec.objs, []
+        gen, live = rec.gen, []
         for m in mats:
-            p = pos.get(id(m._node))
-            if p is None or objs[p]() is not m._node:
+            n = m._node
+            if n.rgen != gen:
                 return None
-            live.append((p, m._alloc is not None, id(m) in requested))
+            live.append((n.rpos, m._alloc is not None, id(m) in requested))
         return fuse, rec.key(), tuple(live)
 
     def replay(self, key, stats):

@@ -47,7 +47,8 @@ class State:
         self.plans = PlanCache()
         # arrays download() hands out: recycled warm memory (memory.host_pool)
         self.host_arrays = host_pool(int(os.environ.get("LAZYCV_HOST_POOL_MB", 1024)) << 20, exposed=True)
-        self.since_flush = 0
+        self.since_flush = 0                 # calls recorded since the last flush ...
+        self.counted = 0                     # ... of which stats["ops_recorded"] holds these
         # buffers exported to / owned by foreign code, by id; weak values, so a recycled id of a
         # dead buffer never makes an unrelated one look shared
         self.shared_bufs = weakref.WeakValueDictionary()
@@ -145,10 +146,16 @@ def notify(kind, mat, array):
 
 def register_pending(mat):
     STATE.pending.append(weakref.ref(mat))
-    STATE.stats["ops_recorded"] += 1
     STATE.since_flush += 1
     if STATE.since_flush > AUTO_FLUSH_OPS:
         flush()
+
+
+def count_recorded():
+    """Fold the calls recorded since the last count into stats["ops_recorded"] (counted here,
+    not at each call: recording is the per-call hot path)."""
+    STATE.stats["ops_recorded"] += STATE.since_flush - STATE.counted
+    STATE.counted = STATE.since_flush
 
 
 def live_pending():
@@ -227,7 +234,8 @@ def flush(requested=()):
             if m._node is not None and id(m) not in have:
                 mats.append(m)
                 have.add(id(m))
-        STATE.since_flush = 0
+        count_recorded()
+        STATE.since_flush = STATE.counted = 0
         if not mats:
             return
         req = {id(m) for m in requested}

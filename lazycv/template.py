@@ -89,8 +89,7 @@ class ItemTemplate:
                 _, dy, dx, rows, cols = e
                 values.append(Source(root.buf, root.y0 + dy, root.x0 + dx, rows, cols, root.depth, root.cn))
         outs = [gpumat_cls._lazy(values[i]) for i in self.outputs]
-        STATE.stats["ops_recorded"] += self.extra_ops
-        STATE.since_flush += self.extra_ops
+        STATE.since_flush += self.extra_ops     # (counted as recorded ops: runtime.count_recorded)
         return outs if self.planar else outs[0]
 
 
