@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from inspect_kernel import opcode_histogram  # noqa: E402
 
 
-def w1_kinds():
+def w1_kinds(by_reciprocal=False):
     """The kinds of W1's batched launch (8 small frames), captured on the CPU backend."""
     import cv2
     import lazycv
@@ -35,7 +35,7 @@ def w1_kinds():
     runtime._launch_batch = spy
     frames = [np.random.default_rng(i).integers(0, 256, (36, 48, 3), np.uint8) for i in range(8)]
     import w1
-    w1.lazycv_setup(frames, True)()
+    w1.lazycv_setup(frames, True, by_reciprocal)()
     runtime._launch_batch = real
     lazycv.disable()
     return got[-1]
@@ -136,9 +136,10 @@ def sass_of_cpp(out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/sass"))
+    ap.add_argument("--by-reciprocal", action="store_true", help="W1 multiplying by 1/std, not dividing")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    kinds = w1_kinds()
+    kinds = w1_kinds(args.by_reciprocal)
     source, _ = cuda_source(kinds)
     rows = [("lazycv generated (4 px/thread)", *sass_of_numba(source, kinds, args.out))]
     try:

@@ -37,14 +37,17 @@ def upload_all(frames):
     return gpus
 
 
-def lazycv_setup(frames, fuse):
-    """Upload the frames (untimed); return a callable running W1 over the batch as user code."""
+def lazycv_setup(frames, fuse, by_reciprocal=False):
+    """Upload the frames (untimed); return a callable running W1 over the batch as user code.
+    ``by_reciprocal``: multiply by 1/std instead of dividing by std (what the C++ peers do;
+    kernel_variants.py measures what OpenCV's division costs)."""
     import cv2
     import lazycv
     lazycv.enable(fuse=fuse)
     gpus = upload_all(frames)
     std = cv2.cuda_GpuMat(640, 640, cv2.CV_32FC3)
-    std.setTo(STD)
+    std.setTo(tuple(1 / s for s in STD) if by_reciprocal else STD)
+    normalise = cv2.cuda.multiply if by_reciprocal else cv2.cuda.divide
 
     def record():
         """The user code: the six calls per frame (recorded, not yet run)."""
@@ -54,7 +57,7 @@ def lazycv_setup(frames, fuse):
             rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
             f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
             f = cv2.cuda.subtract(f, MEAN)
-            f = cv2.cuda.divide(f, std)
+            f = normalise(f, std)
             outs.append(cv2.cuda.split(f))
         return outs
 
