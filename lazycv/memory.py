@@ -42,10 +42,15 @@ class BufferPool:
         key = (shape, dtype.str)
         storage = self._take(key, shape, dtype)
         buf = self._view(storage)
-        fin = weakref.finalize(self._lifetime(buf), self._release, key, storage, id(buf))
-        fin.atexit = False
-        self._finalizers[id(buf)] = fin
+        self._when_gone(self._lifetime(buf), key, storage)
         return buf
+
+    def _when_gone(self, obj, key, storage):
+        """Return ``storage`` to the pool once ``obj`` is garbage: a weak reference with a
+        callback (weakref.finalize costs 3-4x more, and this runs for every buffer), kept by
+        ``obj``'s id — unique while ``obj`` lives, which is as long as the entry stays."""
+        release, ident = self._release, id(obj)
+        self._finalizers[ident] = weakref.ref(obj, lambda _r: release(key, storage, ident))
 
     def alloc_batch(self, n, shape, dtype):
         """One slab of ``n`` buffers of ``shape``: returns (slab, [item views]). The slab's
@@ -56,8 +61,7 @@ class BufferPool:
         slab = self._view(storage)
         if self._items is not None:
             items = self._items(storage, n, slab)
-            f = weakref.finalize(self._lifetime(slab), self._release, key, storage, None)
-            f.atexit = False
+            self._when_gone(self._lifetime(slab), key, storage)
             return slab, items
         items = [storage[b] for b in range(n)]
         left = [n + 1]
@@ -79,10 +83,9 @@ class BufferPool:
         self._idle_bytes += storage.nbytes
 
     def pin(self, buf):
-        """Never recycle ``buf``'s storage (its address escaped to foreign code)."""
-        fin = self._finalizers.pop(id(buf), None)
-        if fin is not None:
-            fin.detach()
+        """Never recycle ``buf``'s storage (its address escaped to foreign code): dropping its
+        weak reference drops the callback."""
+        self._finalizers.pop(id(self._lifetime(buf)), None)
 
     def clear(self):
         self._free.clear()

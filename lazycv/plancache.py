@@ -128,6 +128,14 @@ class _Replay:
             return phases[0][0]
         return None
 
+    def one_kernel(self):
+        """The plan entry (in positions) of its only kernel when the plan is one kernel of one
+        item, else None."""
+        phases = self.plan.phases
+        if len(phases) == 1 and len(phases[0]) == 1 and len(phases[0][0]) == 1 and len(phases[0][0][0]) == 1:
+            return phases[0][0][0][0]
+        return None
+
     def thaw(self, rec, mats):
         """(sinks, kernels, phases): the plan over the new recording's values."""
         kernels, phases = _thaw(self.plan, rec.values())

@@ -149,7 +149,7 @@ class FlushProgram:
     same, the plan. What the key leaves out — buffers, ROI offsets, scalars — is read anew.
     """
     __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "src_fills", "int_fills",
-                 "float_fills", "arg_from", "slabs", "results", "binds", "ops_fused")
+                 "float_fills", "arg_from", "slabs", "results", "binds", "ops_fused", "backend")
 
     @classmethod
     def capture(cls, record, launch, kernels, sinks, at):
@@ -162,6 +162,7 @@ class FlushProgram:
                 len(a) != len(b) for a, b in zip(members_by_kind, launch)):
             return None
         prog = cls()
+        prog.backend = STATE.backend_name         # (the plan cache outlives a change of backend)
         prog.compiled, prog.max_h, prog.max_w = record.compiled, record.max_h, record.max_w
         prog.n = sum(len(kind) for kind in launch)
         prog.ti, prog.tf = record.ti.copy(), record.tf.copy()
@@ -212,20 +213,16 @@ class FlushProgram:
             b0 = b1
         if next(args, None) is not None:
             return None
-        prog.binds = []
-        for m, i in zip(sinks, at):          # computed: each sink holds its item's buffer
-            r = slot_of.get(id(m._alloc.buf)) if m._alloc is not None and m._node is None else None
-            if r is None or m._y0 or m._x0:
-                return None
-            prog.binds.append((i, r))
+        prog.binds = _binds(sinks, at, slot_of)
         prog.ops_fused = ops
-        return prog
+        return prog if prog.binds is not None else None
 
     def run(self, values, mats):
         """Launch for the new recording's ``values`` (by position) and bind the results to the
         sinks among ``mats`` (the live pending mats, in the key's order). False (nothing done)
-        when a value the launch needs is gone."""
-        from .ir import Allocation, Source
+        when a value the launch needs is gone or the backend is another."""
+        if STATE.backend_name != self.backend:
+            return False
         ti, tf = self.ti.copy(), self.tf.copy()
         try:
             for b0, b1, cy, cx, poss in self.src_fills:
@@ -252,15 +249,93 @@ class FlushProgram:
         stats = STATE.stats
         stats["kernels_launched"] += 1
         stats["ops_fused"] += self.ops_fused
-        made = []
-        for n, (_, s, b) in zip(nodes, self.results):
-            buf = slabs[s][1][b]
-            n.result = Source(buf, 0, 0, n.rows, n.cols, n.depth, n.cn)
-            made.append(buf)
-        allocs = {}
-        for i, r in self.binds:
-            a = allocs.get(r)
-            if a is None:
-                a = allocs[r] = Allocation(made[r])
-            mats[i]._bind_result(a, 0, 0)
+        _bind(nodes, [slabs[s][1][b] for _, s, b in self.results], self.binds, mats)
+        return True
+
+
+def _bind(nodes, bufs, binds, mats):
+    """Each computed node reads its buffer from now on; each sink (``binds``: position in
+    ``mats``, output index) holds its output's memory."""
+    from .ir import Allocation, Source
+    for n, buf in zip(nodes, bufs):
+        n.result = Source(buf, 0, 0, n.rows, n.cols, n.depth, n.cn)
+    allocs = {}
+    for i, r in binds:
+        a = allocs.get(r)
+        if a is None:
+            a = allocs[r] = Allocation(bufs[r])
+        mats[i]._bind_result(a, 0, 0)
+
+
+def _binds(sinks, at, slot_of):
+    """(position in the live mats, output index) of each sink, found by the memory the
+    captured flush bound it to; None when a sink does not hold a whole output."""
+    binds = []
+    for m, i in zip(sinks, at):
+        r = slot_of.get(id(m._alloc.buf)) if m._alloc is not None and m._node is None else None
+        if r is None or m._y0 or m._x0:
+            return None
+        binds.append((i, r))
+    return binds
+
+
+class SingleFlushProgram:
+    """A replayed flush that went out as one kernel of one item (a frame at a time: W2), as
+    that launch: its arguments gathered from the recorded values by position, fresh outputs,
+    the results bound — no plan thawed, no layout or argument recipe walked."""
+    __slots__ = ("compiled", "rows", "cols", "recipe", "outputs", "results", "binds", "ops_fused",
+                 "backend")
+    _CONVERT = {"i": int, "f32": np.float32, "f64": float}
+
+    @classmethod
+    def capture(cls, kernel, layout, entry, sinks, at):
+        """``kernel``/``layout``: the flush's one kernel as it ran; ``entry``: its plan entry
+        in positions (kernel index, value positions, ...)."""
+        compiled = STATE.kernel_cache()._kernels.get(layout.signature)
+        if compiled is None:
+            return None
+        vals = entry[1]
+        prog = cls()
+        prog.backend = STATE.backend_name
+        prog.compiled, prog.rows, prog.cols = compiled, kernel.rows, kernel.cols
+        prog.recipe = [(0, vals[item[1]], 0) if item[0] == "src" else
+                       (1, vals[item[1]], (item[2], cls._CONVERT[item[3]])) for item in compiled.recipe]
+        prog.outputs, slot_of = [], {}
+        for n in kernel.outputs:
+            if n.result is None or n.result.y0 or n.result.x0:
+                return None
+            buf = n.result.buf
+            prog.outputs.append((n.rows, n.cols * n.cn, buf.dtype))
+            slot_of[id(buf)] = len(prog.outputs) - 1
+        prog.results = [vals[vi] for vi, _ in layout.outputs]
+        prog.binds = _binds(sinks, at, slot_of)
+        prog.ops_fused = len(kernel.nodes) if len(kernel.nodes) > 1 else 0
+        return prog if prog.binds is not None else None
+
+    def run(self, values, mats):
+        """As FlushProgram.run."""
+        if STATE.backend_name != self.backend:
+            return False
+        args = []
+        try:
+            for how, p, extra in self.recipe:
+                v = values[p]
+                if how == 0:
+                    args += (v.buf, v.y0, v.x0)
+                else:
+                    args.append(extra[1](v.dyn[extra[0]]))
+            nodes = [values[p] for p in self.results]
+            if None in nodes:
+                return False
+        except AttributeError:           # a value is gone (None): the general path decides
+            return False
+        be = STATE.backend
+        bufs = [be.alloc(rows, row_elems, dtype) for rows, row_elems, dtype in self.outputs]
+        for buf in bufs:
+            args += (buf, 0, 0)
+        be.launch(self.compiled, self.rows, self.cols, tuple(args))
+        stats = STATE.stats
+        stats["kernels_launched"] += 1
+        stats["ops_fused"] += self.ops_fused
+        _bind(nodes, bufs, self.binds, mats)
         return True

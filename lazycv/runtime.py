@@ -259,21 +259,28 @@ def flush(requested=()):
         if not sinks:
             return
         STATE.stats["flushes"] += 1
-        launch = replay.one_batched_launch() if replay is not None and replay.program is None \
-            and STATE.capture is None else None
+        # a replay's first run as a program of its own (lazycv.program), for the next replays
+        capture = replay is not None and replay.program is None and STATE.capture is None and \
+            not any(m._alloc is not None for m in sinks)          # (dst= writes: general path)
+        launch = replay.one_batched_launch() if capture else None
         try:
             if launch is None:
                 kernels, phases = execute(sinks, plan)
             else:
                 with capturing() as launches:
                     kernels, phases = execute(sinks, plan)
-                replay.program = len(launches) == 1 and launches[0] is not None and FlushProgram.capture(
-                    launches[0], launch, replay.plan.kernels, sinks, replay.sinks) or False
         except BaseException:
             _forget(sinks)
             raise
         if replay is None:
             STATE.plans.remember(key, rec, mats, sinks, kernels, phases)
+        elif launch is not None:
+            replay.program = len(launches) == 1 and launches[0] is not None and FlushProgram.capture(
+                launches[0], launch, replay.plan.kernels, sinks, replay.sinks) or False
+        elif capture:
+            entry = replay.one_kernel()
+            replay.program = entry is not None and SingleFlushProgram.capture(
+                *phases[0][0][0][0], entry, sinks, replay.sinks) or False
 
 
 def _forget(sinks):
@@ -583,4 +590,4 @@ def copy_region(src, buf, y0, x0):
     STATE.stats["kernels_launched"] += 1
 
 
-from .program import FlushProgram  # noqa: E402  (program reads STATE)
+from .program import FlushProgram, SingleFlushProgram  # noqa: E402  (program reads STATE)

@@ -278,19 +278,21 @@ def test_a_replayed_loop_is_relaunched_from_its_recording(rng, monkeypatch):
     assert lazycv.stats()["plan_hits"] == 4
 
 
-def count_program_runs(monkeypatch):
-    """Counts FlushProgram runs from a fresh plan cache (earlier tests' plans may share keys)."""
+def count_program_runs(monkeypatch, kind="FlushProgram"):
+    """Counts runs of a flush program class from a fresh plan cache (earlier tests' plans may
+    share keys)."""
+    from lazycv import program
     from lazycv.plancache import PlanCache
-    from lazycv.program import FlushProgram
     monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
     runs = []
-    real = FlushProgram.run
+    cls = getattr(program, kind)
+    real = cls.run
 
     def counting(self, values, mats):
         done = real(self, values, mats)
         runs.append(done)
         return done
-    monkeypatch.setattr(FlushProgram, "run", counting)
+    monkeypatch.setattr(cls, "run", counting)
     return runs
 
 
@@ -331,3 +333,30 @@ def test_a_replay_of_other_sharing_or_sizes_is_not_served_by_anothers_program(rn
     # (a, b) and (b, a) are one key (two distinct buffers): its program serves both from the
     # second iteration on; (a, a) and the other sizes have programs of their own from the third
     assert runs == [True] * 6
+
+
+def test_a_frame_at_a_time_is_relaunched_from_its_recording(rng, monkeypatch):
+    """W2's shape: one frame per flush, new contents and scalars each time; from the third
+    frame on the one kernel is launched from the recording (SingleFlushProgram)."""
+    runs = count_program_runs(monkeypatch, "SingleFlushProgram")
+    g = cv2.cuda_GpuMat()
+    for it in range(5):
+        a = rand_image(rng, 9, 11, 3, np.uint8)
+        g.upload(a)                               # the same GpuMat, new contents
+        alpha = 1.0 / (it + 2)
+        check(chain(g, alpha), a, alpha)
+    assert runs == [True, True, True]
+
+
+def test_a_replay_writing_into_user_memory_keeps_to_that_memory(rng, monkeypatch):
+    runs = count_program_runs(monkeypatch, "SingleFlushProgram")
+    dst = cv2.cuda_GpuMat(5, 7, cv2.CV_32FC3)
+    view = cv2.cuda_GpuMat(dst, (2, 1, 4, 3))           # shares dst's memory
+    for it in range(4):
+        a = rand_image(rng, 9, 11, 3, np.uint8)
+        r = cv2.cuda.resize(upload(a), (7, 5))
+        r.convertTo(cv2.CV_32FC3, dst, alpha=0.5)
+        want = cv2.resize(a, (7, 5)).astype(np.float32) * np.float32(0.5)
+        assert_close(dst.download(), want, tol=1e-5, what=f"dst, iteration {it}")
+        assert_close(view.download(), want[1:4, 2:6], tol=1e-5, what=f"a view of dst, iteration {it}")
+    assert runs == []
