@@ -1,7 +1,8 @@
-"""W1's generated CUDA kernel under code-generation variants, side by side in one process:
-pixels per thread along x, index spelling (signed / unsigned) and block shape. Each variant
-regenerates and recompiles the kernel, checks the batch against CPU OpenCV and times the
-captured launch back to back (device time of the kernel, host launch cost included once).
+"""W1's generated CUDA kernels under code-generation variants, side by side in one process:
+pixels per thread along x (a loop or unrolled), index spelling, block shape and a register cap
+(occupancy). Each variant regenerates and recompiles two kernels — W1 as a loop of cv2.cuda
+calls (divides by a std image) and W1 through lazycv.compose (std as scalars) — checks each
+batch against CPU OpenCV and times the captured launch back to back (device time).
 
     python bench/kernel_variants.py [--batch 64] [--repeats 20]
 
@@ -17,11 +18,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import peers  # noqa: E402
 
-VARIANTS = [  # (pixels per thread, index spelling, block)
-    (1, "{}", (32, 8, 1)),              # the generator before run 17
-    (2, "np.uint64({})", (32, 4, 1)),   # the default in runs 17-24
-    (4, "np.uint64({})", (32, 4, 1)),   # the default since run 24 (last: also from one buffer)
+VARIANTS = [  # (pixels per thread, unrolled, register cap, index spelling, block)
+    (1, False, 0, "{}", (32, 8, 1)),              # the generator before run 17
+    (2, False, 0, "np.uint64({})", (32, 4, 1)),   # the default in runs 17-24
+    (4, True, 0, "np.uint64({})", (32, 4, 1)),
+    (4, False, 40, "np.uint64({})", (32, 4, 1)),
+    (4, False, 32, "np.uint64({})", (32, 4, 1)),
+    (4, True, 40, "np.uint64({})", (32, 4, 1)),
+    (2, False, 32, "np.uint64({})", (32, 8, 1)),
+    (4, False, 0, "np.uint64({})", (32, 4, 1)),   # the default since run 24 (last: two more rows)
 ]
+
+
+def measure(run, result, ref, batch, repeats):
+    import w1
+    err = peers.check(result(run()), ref)
+    ms, _ = w1.kernel_only(run, repeats)
+    return ms, common.effective_bandwidth(common.w1_bytes(batch), ms) / 1e3, err
 
 
 def main():
@@ -38,23 +51,33 @@ def main():
     ref = peers.reference_w1(frames)
     lazycv.enable(backend="cuda")
     be = runtime.STATE.backend
-    table = common.Table(["px/thread", "index", "block", "kernel ms", "TB/s", "max err"])
+    table = common.Table(["px/thread", "unrolled", "max regs", "index", "block", "loop kernel ms", "TB/s",
+                          "compose kernel ms", "TB/s", "max err"])
     rows = []
-    for px, index, block in VARIANTS:
-        cuda_backend.PIXELS_PER_THREAD, cuda_backend.BLOCK = px, block
-        be.spellings["index"] = index
+
+    def fresh():
         runtime.STATE.caches.clear()
         runtime.STATE.plans = PlanCache()
         be._direct.clear()
-        run = w1.lazycv_setup(frames, True)
-        err = peers.check(w1.lazycv_result(run()), ref)
-        ms, n = w1.kernel_only(run, args.repeats)
-        tbs = common.effective_bandwidth(common.w1_bytes(args.batch), ms) / 1e3
-        row = dict(px=px, index=index, block=list(block), kernel_ms=ms, tb_s=tbs, max_err=err, launches=n)
-        rows.append(row)
-        table.add(px, index, "x".join(map(str, block[:2])), ms, f"{tbs:.2f}", f"{err:.2g}")
-    # the same batch read from one buffer (the frames as regions of one tall image): no
-    # per-item choice of source array in the kernel
+
+    for px, unroll, regs, index, block in VARIANTS:
+        cuda_backend.PIXELS_PER_THREAD, cuda_backend.BLOCK = px, block
+        cuda_backend.UNROLL_PIXELS, cuda_backend.MAX_REGISTERS = unroll, regs
+        be.spellings["index"] = index
+        fresh()
+        loop_ms, loop_tbs, err1 = measure(w1.lazycv_setup(frames, True), w1.lazycv_result, ref,
+                                          args.batch, args.repeats)
+        fresh()
+        comp_ms, comp_tbs, err2 = measure(w1.lazycv_compose_setup(frames, True), w1.tensor_result, ref,
+                                          args.batch, args.repeats)
+        rows.append(dict(px=px, unrolled=unroll, max_registers=regs, index=index, block=list(block),
+                         loop_kernel_ms=loop_ms, loop_tb_s=loop_tbs, compose_kernel_ms=comp_ms,
+                         compose_tb_s=comp_tbs, max_err=max(err1, err2)))
+        table.add(px, unroll, regs or "-", index, "x".join(map(str, block[:2])), loop_ms, f"{loop_tbs:.2f}",
+                  comp_ms, f"{comp_tbs:.2f}", f"{max(err1, err2):.2g}")
+    # the default (last) variant's loop kernel two more ways: the frames as regions of one tall image
+    # (no per-item choice of source array), and multiplying by 1/std where W1 divides (the C++
+    # peers' arithmetic; within 1e-5 relative of OpenCV's division): what each costs
     import cv2
     tall = cv2.cuda_GpuMat()
     tall.upload(np.concatenate(list(frames)))
@@ -63,24 +86,15 @@ def main():
     orig = w1.upload_all
     w1.upload_all = lambda _frames: views
     try:
-        run = w1.lazycv_setup(frames, True)
+        one = w1.lazycv_setup(frames, True)
     finally:
         w1.upload_all = orig
-    err = peers.check(w1.lazycv_result(run()), ref)
-    ms, n = w1.kernel_only(run, args.repeats)
-    tbs = common.effective_bandwidth(common.w1_bytes(args.batch), ms) / 1e3
-    rows.append(dict(px=px, index=index, block=list(block), kernel_ms=ms, tb_s=tbs, max_err=err,
-                     launches=n, source="one buffer"))
-    table.add(px, index + " one buffer", "x".join(map(str, block[:2])), ms, f"{tbs:.2f}", f"{err:.2g}")
-    # the same kernel multiplying by 1/std where W1 divides by std (the C++ peers' arithmetic;
-    # within 1e-5 relative of OpenCV's division, not bit-equal): what OpenCV's division costs
-    run = w1.lazycv_setup(frames, True, by_reciprocal=True)
-    err = peers.check(w1.lazycv_result(run()), ref)
-    ms, n = w1.kernel_only(run, args.repeats)
-    tbs = common.effective_bandwidth(common.w1_bytes(args.batch), ms) / 1e3
-    rows.append(dict(px=px, index=index, block=list(block), kernel_ms=ms, tb_s=tbs, max_err=err,
-                     launches=n, source="multiply by 1/std"))
-    table.add(px, index + " x 1/std", "x".join(map(str, block[:2])), ms, f"{tbs:.2f}", f"{err:.2g}")
+    for label, run in (("one buffer", one), ("x 1/std", w1.lazycv_setup(frames, True, by_reciprocal=True))):
+        ms, tbs, err = measure(run, w1.lazycv_result, ref, args.batch, args.repeats)
+        rows.append(dict(px=px, unrolled=unroll, max_registers=regs, index=index, block=list(block),
+                         loop_kernel_ms=ms, loop_tb_s=tbs, max_err=err, source=label))
+        table.add(px, unroll, regs or "-", f"{index} {label}", "x".join(map(str, block[:2])), ms, f"{tbs:.2f}",
+                  "", "", f"{err:.2g}")
     print(table.render())
     common.write_json(common.out_dir() / "kernel_variants.json",
                       {"device": common.device_info(), "batch": args.batch, "rows": rows})

@@ -20,9 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from inspect_kernel import opcode_histogram  # noqa: E402
 
 
-def w1_kinds(by_reciprocal=False):
+def w1_kinds(by_reciprocal=False, compose=False):
     """The kinds of W1's batched launch (8 small frames), captured on the CPU backend."""
-    import cv2
     import lazycv
     from lazycv import runtime
     lazycv.enable(backend="cpu")
@@ -35,7 +34,10 @@ def w1_kinds(by_reciprocal=False):
     runtime._launch_batch = spy
     frames = [np.random.default_rng(i).integers(0, 256, (36, 48, 3), np.uint8) for i in range(8)]
     import w1
-    w1.lazycv_setup(frames, True, by_reciprocal)()
+    if compose:
+        w1.lazycv_compose_setup(np.stack(frames), tensor=True)()
+    else:
+        w1.lazycv_setup(frames, True, by_reciprocal)()
     runtime._launch_batch = real
     lazycv.disable()
     return got[-1]
@@ -48,7 +50,7 @@ def cuda_source(kinds):
     be.simulator, be.name = False, "cuda"
     be.spellings = CudaBackend(simulator=False).spellings if False else _real_spellings()
     _, specs, source = codegen.generate_batched(kinds, be.batched_frame, be.spellings)
-    return source.replace("@cuda.jit(cache=True)", "@cuda.jit"), specs
+    return re.sub(r"@cuda\.jit\(.*?\)", "@cuda.jit", source), specs
 
 
 def _real_spellings():
@@ -92,13 +94,19 @@ def sass_of_numba(source, kinds, out):
     return assemble(ptx, Path(out) / "w1_numba")
 
 
+PTXAS_FLAGS = []
+
+
 def assemble(ptx, stem):
     # NVVM from a newer wheel than the machine's ptxas: its PTX ISA is newer than needed
     ptx = re.sub(r"^\.version \d+\.\d+", f".version {ptx_isa()}", ptx, count=1, flags=re.M)
     Path(f"{stem}.ptx").write_text(ptx)
-    res = subprocess.run(["ptxas", "-arch=sm_90", "-O3", "-v", f"{stem}.ptx", "-o", f"{stem}.cubin"],
+    res = subprocess.run(["ptxas", "-arch=sm_90", "-O3", "-v", *PTXAS_FLAGS, f"{stem}.ptx", "-o", f"{stem}.cubin"],
                          capture_output=True, text=True, check=True)
     regs = re.search(r"Used (\d+) registers", res.stderr)
+    spill = re.search(r"(\d+) bytes spill stores", res.stderr)
+    if spill and int(spill.group(1)):
+        print(f"  {Path(stem).name}: {spill.group(0)}")
     sass = subprocess.run([cuobjdump(), "-sass", f"{stem}.cubin"], capture_output=True, text=True,
                           check=True).stdout
     Path(f"{stem}.sass").write_text(sass)
@@ -137,9 +145,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/sass"))
     ap.add_argument("--by-reciprocal", action="store_true", help="W1 multiplying by 1/std, not dividing")
+    ap.add_argument("--compose", action="store_true", help="W1 through lazycv.compose (std as scalars)")
+    ap.add_argument("--unroll", action="store_true", help="the thread's pixels unrolled (LAZYCV_UNROLL_PIXELS)")
+    ap.add_argument("--max-registers", type=int, default=0, help="register cap (LAZYCV_MAX_REGISTERS)")
     args = ap.parse_args()
+    from lazycv.backends import cuda as cuda_backend
+    cuda_backend.UNROLL_PIXELS = args.unroll
+    if args.max_registers:
+        PTXAS_FLAGS.append(f"-maxrregcount={args.max_registers}")
     os.makedirs(args.out, exist_ok=True)
-    kinds = w1_kinds(args.by_reciprocal)
+    kinds = w1_kinds(args.by_reciprocal, args.compose)
     source, _ = cuda_source(kinds)
     rows = [("lazycv generated (4 px/thread)", *sass_of_numba(source, kinds, args.out))]
     try:

@@ -42,6 +42,11 @@ BLOCK = (32, 4, 1)
 # loads and per-row math are paid once for all of them. Baked into the source; a sweep that
 # changes it must drop the kernel and plan caches (bench/kernel_variants.py measures both).
 PIXELS_PER_THREAD = int(os.environ.get("LAZYCV_PIXELS_PER_THREAD", "4"))
+# code-generation knobs measured by bench/kernel_variants.py (baked into the source, like the
+# two above): the pixels of a thread as an unrolled sequence instead of a loop (more loads in
+# flight per thread), and a register cap for the compiler (more threads per SM); 0 = none
+UNROLL_PIXELS = os.environ.get("LAZYCV_UNROLL_PIXELS", "0") == "1"
+MAX_REGISTERS = int(os.environ.get("LAZYCV_MAX_REGISTERS", "0"))
 # how a compiled kernel is launched after its first (dispatcher) launch, cheapest first
 LAUNCH_MODES = ("driver", "packed", "overload", "dispatcher")
 
@@ -126,18 +131,27 @@ class CudaBackend(Backend):
         px = PIXELS_PER_THREAD
         if px == 1:
             return row_lines + lines
+        if UNROLL_PIXELS:
+            out = row_lines + ["_x0 = x"]
+            for k in range(px):
+                out += [f"x = _x0 + {k} * cuda.blockDim.x", "if x < W:"] + ["    " + ln for ln in lines]
+            return out
         return row_lines + ["_x0 = x", f"for _k in range({px}):",
                             "    x = _x0 + _k * cuda.blockDim.x", "    if x < W:"] + \
             ["        " + ln for ln in lines]
 
+    def _jit_options(self):
+        if self.simulator:
+            return ""
+        return "cache=True" + (f", max_registers={MAX_REGISTERS}" if MAX_REGISTERS else "")
+
     def kernel_frame(self, params, row_lines, lines):
-        opts = "" if self.simulator else "cache=True"
-        return _FRAME.format(opts=opts, params=", ".join(params), px=PIXELS_PER_THREAD,
+        return _FRAME.format(opts=self._jit_options(), params=", ".join(params), px=PIXELS_PER_THREAD,
                              body=self.indent(self._pixels(row_lines, lines), 8))
 
     def batched_frame(self, params, branches):
         """One thread per pixel of every item; each item's kind selects its branch."""
-        opts = "" if self.simulator else "cache=True"
+        opts = self._jit_options()
         out = []
         for j, (pre, row_lines, lines) in enumerate(branches):
             lines = self._pixels(row_lines, lines)
