@@ -360,3 +360,21 @@ def test_a_replay_writing_into_user_memory_keeps_to_that_memory(rng, monkeypatch
         assert_close(dst.download(), want, tol=1e-5, what=f"dst, iteration {it}")
         assert_close(view.download(), want[1:4, 2:6], tol=1e-5, what=f"a view of dst, iteration {it}")
     assert runs == []
+
+
+def test_a_replayed_launch_of_several_kinds_fills_each_kind(rng, monkeypatch):
+    """Two products of each frame (W4's shape, over two frames): one launch of two kinds of
+    item, served by its program from the third flush on."""
+    runs = count_program_runs(monkeypatch)
+    for it in range(4):
+        frames = [rand_image(rng, 12, 16, 3, np.uint8) for _ in range(2)]
+        gpus = [upload(f) for f in frames]
+        thumbs = [cv2.cuda.resize(g, (5, 4)) for g in gpus]
+        grays = [cv2.cuda.multiply(cv2.cuda.cvtColor(g, cv2.COLOR_BGR2GRAY).convertTo(cv2.CV_32F),
+                                   (0.5 + it,)) for g in gpus]
+        lazycv.materialize(*thumbs, *grays)
+        for f, t, gr in zip(frames, thumbs, grays):
+            assert_close(t.download(), cv2.resize(f, (5, 4)), what=f"thumbnail, iteration {it}")
+            want = cv2.multiply(cv2.cvtColor(f, cv2.COLOR_BGR2GRAY).astype(np.float32), (0.5 + it, 0, 0, 0))
+            assert_close(gr.download(), want, tol=1e-5, what=f"gray, iteration {it}")
+    assert runs == [True, True]
