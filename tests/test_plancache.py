@@ -137,19 +137,24 @@ def crops_ref(a, rects, alpha):
     return outs
 
 
+def crops_iteration(rng, a, g, n, it):
+    """One flush of the ROI loop with new positions (same sizes) and a new scalar — arguments,
+    not structure — checked against CPU OpenCV."""
+    rects = [(int(rng.integers(0, 16)), int(rng.integers(0, 12)), 8, 8) for _ in range(n)]
+    alpha = 0.5 / (it + 1)
+    outs = crops_chain(g, rects, alpha)
+    lazycv.materialize(*[p for planes in outs for p in planes])
+    for planes, refs in zip(outs, crops_ref(a, rects, alpha)):
+        for got, ref in zip(planes, refs):
+            assert_close(got.download(), ref, tol=1e-5, what=f"iteration {it}")
+
+
 def test_a_repeated_recording_is_replayed_without_walking_the_graph(rng, monkeypatch):
     walks = count_graph_walks(monkeypatch)
     a = rand_image(rng, 20, 24, 3, np.uint8)
     g = upload(a)
     for it in range(4):
-        # new positions (same sizes) and a new scalar each time: arguments, not structure
-        rects = [(int(rng.integers(0, 16)), int(rng.integers(0, 12)), 8, 8) for _ in range(3)]
-        alpha = 0.5 / (it + 1)
-        outs = crops_chain(g, rects, alpha)
-        lazycv.materialize(*[p for planes in outs for p in planes])
-        for planes, refs in zip(outs, crops_ref(a, rects, alpha)):
-            for got, ref in zip(planes, refs):
-                assert_close(got.download(), ref, tol=1e-5, what=f"iteration {it}")
+        crops_iteration(rng, a, g, 3, it)
     assert len(walks) == 1                   # iterations 1-3 replayed the first one's plan
     assert lazycv.stats()["plan_hits"] == 3
 
@@ -266,14 +271,7 @@ def test_a_replayed_loop_is_relaunched_from_its_recording(rng, monkeypatch):
     thaws = count_thaws(monkeypatch)
     for it in range(5):
         a = rand_image(rng, 20, 24, 3, np.uint8)          # a new frame buffer each time
-        g = upload(a)
-        rects = [(int(rng.integers(0, 16)), int(rng.integers(0, 12)), 8, 8) for _ in range(4)]
-        alpha = 0.5 / (it + 1)
-        outs = crops_chain(g, rects, alpha)
-        lazycv.materialize(*[p for planes in outs for p in planes])
-        for planes, refs in zip(outs, crops_ref(a, rects, alpha)):
-            for got, ref in zip(planes, refs):
-                assert_close(got.download(), ref, tol=1e-5, what=f"iteration {it}")
+        crops_iteration(rng, a, upload(a), 4, it)
     assert len(thaws) == 1            # flush 0 planned, flush 1 thawed and captured, 2-4 programs
     assert lazycv.stats()["plan_hits"] == 4
 
