@@ -99,6 +99,11 @@ def _int_scalar(v):
 def _operands(func, src1, src2):
     """(image, other, mode): other is a GpuMat or a 4-tuple scalar."""
     GpuMat = gpumat_cls()
+    if type(src1) is GpuMat:                  # the common case, an image first: fewer tests
+        a = src_mat(func, src1, "src1")
+        if type(src2) is not GpuMat and is_scalar_like(src2):
+            return a, scalar4(func, src2, "src2", broadcast=True), "ms"
+        return a, src_mat(func, src2, "src2"), "mm"
     if is_scalar_like(src1) and not is_scalar_like(src2):
         return src_mat(func, src2, "src2"), scalar4(func, src1, "src1", broadcast=True), "sm"
     a = src_mat(func, src1, "src1")

@@ -42,7 +42,7 @@ def gpumat_cls():
 
 def src_mat(func, m, name="src"):
     """Validate a GpuMat input (not empty, a lazycv GpuMat)."""
-    GpuMat = gpumat_cls()
+    GpuMat = _GPUMAT or gpumat_cls()
     if not isinstance(m, GpuMat):
         from ..facade.interop import adopt_native
         m2 = adopt_native(m)
@@ -117,7 +117,7 @@ def scalar4(func, s, name="scalar", broadcast=False):
     Scalar is expected (``setTo(5)``) it is ``(5, 0, 0, 0)``. A tuple is always per channel.
     """
     t = type(s)
-    if t is tuple and 1 <= len(s) <= 4 and all(type(v) is float or type(v) is int for v in s):
+    if t is tuple and 1 <= len(s) <= 4 and _PLAIN_NUMBERS.issuperset(map(type, s)):
         return tuple(map(float, s)) + (0.0,) * (4 - len(s))      # the common case, fast
     if isinstance(s, numbers.Number) and not isinstance(s, bool):
         return (float(s),) * 4 if broadcast else (float(s), 0.0, 0.0, 0.0)
@@ -134,14 +134,17 @@ def scalar4(func, s, name="scalar", broadcast=False):
     return tuple(vals + [0.0] * (4 - len(vals)))
 
 
+_PLAIN_NUMBERS = frozenset((float, int))     # (not bool: True is no scalar here)
+
+
 def is_scalar_like(x):
     t = type(x)
     if t is float or t is int:
         return True
-    GpuMat = gpumat_cls()
+    GpuMat = _GPUMAT or gpumat_cls()
     if t is GpuMat or isinstance(x, GpuMat):
         return False
-    if t is tuple and 1 <= len(x) <= 4 and all(type(v) is float or type(v) is int for v in x):
+    if t is tuple and 1 <= len(x) <= 4 and _PLAIN_NUMBERS.issuperset(map(type, x)):
         return True
     if isinstance(x, numbers.Number) and not isinstance(x, bool):
         return True
@@ -161,7 +164,7 @@ def result(func, nd, dst=None, stream=None):
     if dst is None:
         if stream is not None:
             check_stream(func, stream)
-        out = gpumat_cls()._lazy(nd)
+        out = (_GPUMAT or gpumat_cls())._lazy(nd)
     else:
         check_dst(func, dst)
         check_stream(func, stream)
