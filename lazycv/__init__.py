@@ -106,7 +106,7 @@ def materialize(*mats):
 
 def stats():
     """Counters since the last reset_stats(): kernels_launched, ops_recorded, ops_fused,
-    compiles, cache_hits, fallbacks, bytes_h2d, bytes_d2h, flushes."""
+    compiles, cache_hits, fallbacks, bytes_h2d, bytes_d2h, flushes, plan_hits, program_hits."""
     with _STATE.lock:
         _runtime.count_recorded()
         return dict(_STATE.stats)

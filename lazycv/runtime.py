@@ -29,7 +29,7 @@ from .memory import host_pool
 from .plancache import Graph, PlanCache
 
 STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "cache_hits",
-             "fallbacks", "bytes_h2d", "bytes_d2h", "flushes", "plan_hits")
+             "fallbacks", "bytes_h2d", "bytes_d2h", "flushes", "plan_hits", "program_hits")
 AUTO_FLUSH_OPS = 20000
 
 
@@ -295,6 +295,7 @@ def _run_program(replay, rec, mats):
     STATE.stats["flushes"] += 1
     try:
         if replay.program.run(rec.values(), mats):
+            STATE.stats["program_hits"] += 1
             return True
     except BaseException:
         _forget([mats[i] for i in replay.sinks])

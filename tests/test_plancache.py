@@ -273,7 +273,7 @@ def test_a_replayed_loop_is_relaunched_from_its_recording(rng, monkeypatch):
         a = rand_image(rng, 20, 24, 3, np.uint8)          # a new frame buffer each time
         crops_iteration(rng, a, upload(a), 4, it)
     assert len(thaws) == 1            # flush 0 planned, flush 1 thawed and captured, 2-4 programs
-    assert lazycv.stats()["plan_hits"] == 4
+    assert lazycv.stats()["plan_hits"] == 4 and lazycv.stats()["program_hits"] == 3
 
 
 def count_program_runs(monkeypatch, kind="FlushProgram"):
