@@ -44,9 +44,10 @@ import numpy as np
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import lazycv
 from lazycv.ops import convert as convert_ops
 
-from .conftest import DEPTHS, SIM, assert_fused_equals_eager, rand_image, run_both
+from .conftest import BACKEND, DEPTHS, SIM, assert_fused_equals_eager, rand_image, run_both
 
 IN_DEPTHS = [cv2.CV_8U, cv2.CV_16U, cv2.CV_32F]
 CONVERT_DEPTHS = [cv2.CV_8U, cv2.CV_16U, cv2.CV_16S, cv2.CV_32F]
@@ -267,3 +268,8 @@ def test_random_chain(case):
     fused, eager = run_both(run)
     assert_fused_equals_eager(fused, eager)
     _tol_check(fused, ref, e, ops)
+    # the same calls again: replays of the first flush, then launches straight from the
+    # recording (flush programs) — the same result each time
+    with lazycv.enabled(backend=BACKEND, fuse=True):
+        for _ in range(2):
+            assert_fused_equals_eager(run(), fused)
