@@ -247,9 +247,9 @@ def test_random_chain(case):
     ref = steps[-1]
     depth_of = {np.dtype(v): k for k, v in DEPTHS.items()}
 
-    def run():
+    def run(image=src):
         made = [cv2.cuda_GpuMat()]
-        made[0].upload(src)
+        made[0].upload(image)
         try:
             m = made[0]
             for op, cur, nxt in zip(ops, steps, steps[1:]):
@@ -268,8 +268,11 @@ def test_random_chain(case):
     fused, eager = run_both(run)
     assert_fused_equals_eager(fused, eager)
     _tol_check(fused, ref, e, ops)
-    # the same calls again: replays of the first flush, then launches straight from the
-    # recording (flush programs) — the same result each time
+    # the same calls on new data: replays of the first flush, then launches straight from the
+    # recording (flush programs) — each equal to eager on that data
+    src2 = rand_image(np.random.default_rng(seed + 1), rows, cols, cn, DEPTHS[depth])
+    with lazycv.enabled(backend=BACKEND, fuse=False):
+        eager2 = run(src2)
     with lazycv.enabled(backend=BACKEND, fuse=True):
         for _ in range(2):
-            assert_fused_equals_eager(run(), fused)
+            assert_fused_equals_eager(run(src2), eager2)
