@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: install the carried wheels, check the CUDA path with the test suite's small
 # cases on the real GPU, run the demo, the kernel-variant sweep, then W1 (with its peers and the compose row), W3/W4 and
-# W7. The console log goes to $OUT/log.txt, each benchmark's JSON to $OUT (the device tool
+# W7 and W2. The console log goes to $OUT/log.txt, each benchmark's JSON to $OUT (the device tool
 # returns few files).
 #   TEST_FILES=...  test files for the GPU check (default: all of tests/, -m sim selects)
 #   SKIP_TESTS=1, SKIP_VARIANTS=1, SKIP_W7=1  leave those parts out
@@ -28,6 +28,7 @@ if [ "${SKIP_VARIANTS:-0}" != 1 ]; then
 fi
 timeout 300 python3 bench/w1.py --compose "$@" 2>&1 | quiet
 timeout 300 python3 bench/w34.py --repeats 15 2>&1 | quiet
+timeout 300 python3 bench/w2.py 2>&1 | quiet
 if [ "${SKIP_W7:-0}" != 1 ]; then
   timeout 200 python3 bench/w7.py --backend cuda 2>&1 | quiet
 fi

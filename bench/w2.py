@@ -1,0 +1,122 @@
+"""W2: W1 one frame at a time, 2 000 frames back to back, one sync at the end.
+
+Each lazycv frame is what a video loop does: the six cv2.cuda calls recorded, then the three
+planes asked for (one flush, no download). Frames come round-robin from 16 uploaded 1080p
+frames. Reported per contestant: wall time per frame over the whole run (host and device,
+the final sync included) and the per-frame host time (each frame's Python call alone) at p50
+and p99. Peers run the same frames one call a frame.
+
+    python bench/w2.py [--frames 2000] [--peers torch_eager,torch_compiled,cupy_rawkernel]
+
+Prints a table, writes $OUT/w2.json (or bench/out/w2.json).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+import peers  # noqa: E402
+import w1  # noqa: E402
+
+POOL = 16          # distinct frames, used round-robin
+
+
+def lazycv_frames(frames, compose=False):
+    """One zero-argument callable a frame: the user's per-frame code (or one compose call)."""
+    import cv2
+    import lazycv
+    lazycv.enable(fuse=True)
+    gpus = w1.upload_all(frames)
+    if compose:
+        p = lazycv.compose(lazycv.resize((640, 640)), lazycv.cvt_color(cv2.COLOR_BGR2RGB),
+                           lazycv.convert(np.float32, 1 / 255), lazycv.normalize(w1.MEAN, w1.STD),
+                           lazycv.to_planar(), lazycv.write(tensor=True))
+        return [lambda g=g: p([g]) for g in gpus], lambda t: w1.tensor_result(t)[0]
+    std = cv2.cuda_GpuMat(640, 640, cv2.CV_32FC3)
+    std.setTo(w1.STD)
+
+    def frame(g):
+        r = cv2.cuda.resize(g, (640, 640), interpolation=cv2.INTER_LINEAR)
+        rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
+        f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
+        f = cv2.cuda.subtract(f, w1.MEAN)
+        f = cv2.cuda.divide(f, std)
+        planes = cv2.cuda.split(f)
+        lazycv.materialize(*planes)
+        return planes
+    return [lambda g=g: frame(g) for g in gpus], lambda planes: np.stack([p.download() for p in planes])
+
+
+def peer_frames(name, frames):
+    """The peer's per-frame callables over one device copy of the frames (one compiled
+    function, each call a one-frame view)."""
+    if name in ("torch_eager", "torch_compiled"):
+        x = peers.to_torch(frames)
+        fn = peers.torch_eager if name == "torch_eager" else peers.torch_compiled()
+        calls = [lambda i=i: fn(x[i:i + 1]) for i in range(len(frames))]
+        return calls, lambda out: out.cpu().numpy()[0]
+    if name == "cupy_rawkernel":
+        import cupy as cp
+        x = peers.to_cupy(frames)
+        fn = peers.cupy_rawkernel()
+        out = cp.empty((1, 3, peers.OUT_H, peers.OUT_W), cp.float32)
+        calls = [lambda i=i: fn(x[i:i + 1], out) for i in range(len(frames))]
+        return calls, lambda o: o.get()[0]
+    raise ValueError(f"no per-frame form of peer {name!r}")
+
+
+def run_frames(calls, n, warmup=50):
+    """(wall µs per frame over ``n`` frames with one sync at the end, per-frame host times µs)."""
+    for i in range(warmup):
+        calls[i % len(calls)]()
+    w1.sync()
+    host = np.empty(n)
+    clock = time.perf_counter
+    t_start = clock()
+    for i in range(n):
+        t0 = clock()
+        calls[i % len(calls)]()
+        host[i] = clock() - t0
+    w1.sync()
+    return (clock() - t_start) / n * 1e6, host * 1e6
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=2000)
+    ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel")
+    args = ap.parse_args(argv)
+    frames = peers.make_frames(POOL, seed=2)
+    ref = peers.reference_w1(frames[:1])[0]
+    contestants = [("lazycv fused (six calls + flush a frame)", lambda: lazycv_frames(frames)),
+                   ("lazycv compose tensor (one call a frame)", lambda: lazycv_frames(frames, compose=True))]
+    contestants += [(name, lambda name=name: peer_frames(name, frames))
+                    for name in [p for p in args.peers.split(",") if p]]
+    table = common.Table(["contestant", "µs/frame (wall)", "host p50 µs", "host p99 µs", "max err"])
+    out = {"device": common.device_info(), "frames": args.frames, "rows": []}
+    for name, setup in contestants:
+        try:
+            calls, to_host = setup()
+            err = peers.check(to_host(calls[0]())[None], ref[None])
+            with common.HostWatch() as watch:
+                wall, host = run_frames(calls, args.frames)
+        except Exception as e:  # a peer missing on this machine must not sink the run
+            print(f"[w2] {name}: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
+        p50, p99 = float(np.percentile(host, 50)), float(np.percentile(host, 99))
+        table.add(name, wall, p50, p99, err)
+        out["rows"].append({"contestant": name, "wall_us_per_frame": wall, "host_p50_us": p50,
+                            "host_p99_us": p99, "host_max_us": float(host.max()), "max_abs_err": err,
+                            **watch.as_dict()})
+    print(table)
+    print(f"wrote {common.write_json('w2.json', out)}")
+
+
+if __name__ == "__main__":
+    main()
