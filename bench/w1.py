@@ -37,6 +37,26 @@ def upload_all(frames):
     return gpus
 
 
+def frame_calls(g, std, normalise=None):
+    """W1 on one frame as a user writes it: the six cv2.cuda calls; returns the three planes."""
+    import cv2
+    r = cv2.cuda.resize(g, (640, 640), interpolation=cv2.INTER_LINEAR)
+    rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
+    f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
+    f = cv2.cuda.subtract(f, MEAN)
+    f = (normalise or cv2.cuda.divide)(f, std)
+    return cv2.cuda.split(f)
+
+
+def compose_pipeline(tensor=False):
+    """W1 as one lazycv.compose pipeline, results on the device (GpuMat planes or a tensor)."""
+    import cv2
+    import lazycv
+    return lazycv.compose(lazycv.resize((640, 640)), lazycv.cvt_color(cv2.COLOR_BGR2RGB),
+                          lazycv.convert(np.float32, 1 / 255), lazycv.normalize(MEAN, STD),
+                          lazycv.to_planar(), lazycv.write(device=not tensor, tensor=tensor))
+
+
 def lazycv_setup(frames, fuse, by_reciprocal=False):
     """Upload the frames (untimed); return a callable running W1 over the batch as user code.
     ``by_reciprocal``: multiply by 1/std instead of dividing by std (what the C++ peers do;
@@ -51,15 +71,7 @@ def lazycv_setup(frames, fuse, by_reciprocal=False):
 
     def record():
         """The user code: the six calls per frame (recorded, not yet run)."""
-        outs = []
-        for g in gpus:
-            r = cv2.cuda.resize(g, (640, 640), interpolation=cv2.INTER_LINEAR)
-            rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
-            f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
-            f = cv2.cuda.subtract(f, MEAN)
-            f = normalise(f, std)
-            outs.append(cv2.cuda.split(f))
-        return outs
+        return [frame_calls(g, std, normalise) for g in gpus]
 
     def run():
         outs = record()
@@ -73,13 +85,10 @@ def lazycv_compose_setup(frames, tensor=False):
     """W1 as one ``lazycv.compose`` call for the batch (the compose layer: later batches of the
     same shape launch the first one's batch program), results left on the device: GpuMat
     planes, or with ``tensor`` one (B, 3, 640, 640) device array."""
-    import cv2
     import lazycv
     lazycv.enable(fuse=True)
     gpus = upload_all(frames)
-    p = lazycv.compose(lazycv.resize((640, 640)), lazycv.cvt_color(cv2.COLOR_BGR2RGB),
-                       lazycv.convert(np.float32, 1 / 255), lazycv.normalize(MEAN, STD),
-                       lazycv.to_planar(), lazycv.write(device=not tensor, tensor=tensor))
+    p = compose_pipeline(tensor)
     return lambda: p(gpus)
 
 

@@ -34,20 +34,13 @@ def lazycv_frames(frames, compose=False):
     lazycv.enable(fuse=True)
     gpus = w1.upload_all(frames)
     if compose:
-        p = lazycv.compose(lazycv.resize((640, 640)), lazycv.cvt_color(cv2.COLOR_BGR2RGB),
-                           lazycv.convert(np.float32, 1 / 255), lazycv.normalize(w1.MEAN, w1.STD),
-                           lazycv.to_planar(), lazycv.write(tensor=True))
+        p = w1.compose_pipeline(tensor=True)
         return [lambda g=g: p([g]) for g in gpus], lambda t: w1.tensor_result(t)[0]
     std = cv2.cuda_GpuMat(640, 640, cv2.CV_32FC3)
     std.setTo(w1.STD)
 
     def frame(g):
-        r = cv2.cuda.resize(g, (640, 640), interpolation=cv2.INTER_LINEAR)
-        rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
-        f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
-        f = cv2.cuda.subtract(f, w1.MEAN)
-        f = cv2.cuda.divide(f, std)
-        planes = cv2.cuda.split(f)
+        planes = w1.frame_calls(g, std)
         lazycv.materialize(*planes)
         return planes
     return [lambda g=g: frame(g) for g in gpus], lambda planes: np.stack([p.download() for p in planes])

@@ -443,6 +443,10 @@ class KernelCache:
             stats["compiles"] += 1
             return hit
 
+    def compiled(self, layout):
+        """The kernel already compiled for ``layout``, or None (compiles nothing, counts nothing)."""
+        return self._kernels.get(layout.signature)
+
     def get_batched(self, kinds, stats):
         """The batched kernel for ``kinds``: a list of (layout, shared, nsel)."""
         key = ("batch",) + tuple((lay.signature, tuple(sorted(sh)), tuple(sorted(ns.items())))

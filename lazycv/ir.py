@@ -142,7 +142,7 @@ class Recording:
 
     def position(self, v):
         """``v``'s position; KeyError when ``v`` was not recorded here."""
-        if v.rgen != self.gen or not self.open:
+        if v.rgen != self.gen:                 # (a closed recording's gen is -1: no value's)
             raise KeyError(id(v))
         return v.rpos
 

@@ -10,11 +10,15 @@ already on the device — nothing recorded, planned or bound per frame.
 A program writes every output of item b into one slab, plane k at slot ``b * planes + k``
 (codegen.BatchSpec.out_cols): the batch is one (B, C, H, W) tensor (or (B, H, W[, C]) without
 to_planar) that a model can take as is; GpuMat results are the slab's planes.
+
+Flush programs do the same for plain cv2.cuda code: a replayed flush (plancache) that went out
+as one launch is that launch again for the next replays, filled from the recording.
 """
 import numpy as np
 
 from ._types import DEPTH_DTYPE
-from .runtime import STATE
+from .ir import Allocation, Source
+from .runtime import DYN_CONVERT, STATE
 
 
 class BatchProgram:
@@ -138,8 +142,30 @@ def batch_key(values):
     return tuple(key)
 
 
-class FlushProgram:
-    """A replayed flush (plancache.PlanCache.replay_hit) that went out as one batched launch,
+class _FlushProgramBase:
+    """What both flush programs keep besides their launch: the backend that captured it (the
+    plan cache outlives a change of backend), where each sink's result is, and the op count."""
+    __slots__ = ("backend", "binds", "ops_fused")
+
+    def _finish(self, nodes, bufs, mats):
+        """Count the launch; each computed node reads its buffer from now on; each sink
+        (``binds``: position in ``mats``, output index) holds its output's memory."""
+        stats = STATE.stats
+        stats["kernels_launched"] += 1
+        stats["ops_fused"] += self.ops_fused
+        for n, buf in zip(nodes, bufs):
+            n.result = Source(buf, 0, 0, n.rows, n.cols, n.depth, n.cn)
+        allocs = {}
+        for i, r in self.binds:
+            a = allocs.get(r)
+            if a is None:
+                a = allocs[r] = Allocation(bufs[r])
+            mats[i]._bind_result(a, 0, 0)
+        return True
+
+
+class FlushProgram(_FlushProgramBase):
+    """A replayed flush (plancache.PlanCache.replay) that went out as one batched launch,
     as that launch: the next flush with the same recording fills the per-item tables and the
     launch arguments straight from the recorded values by position and binds the results — no
     kernels, layouts, binding sets or per-item lookups rebuilt (the loop of cv2.cuda calls over
@@ -149,7 +175,7 @@ class FlushProgram:
     same, the plan. What the key leaves out — buffers, ROI offsets, scalars — is read anew.
     """
     __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "src_fills", "int_fills",
-                 "float_fills", "arg_from", "slabs", "results", "binds", "ops_fused", "backend")
+                 "float_fills", "arg_from", "slabs", "results")
 
     @classmethod
     def capture(cls, record, launch, kernels, sinks, at):
@@ -162,13 +188,13 @@ class FlushProgram:
                 len(a) != len(b) for a, b in zip(members_by_kind, launch)):
             return None
         prog = cls()
-        prog.backend = STATE.backend_name         # (the plan cache outlives a change of backend)
+        prog.backend = STATE.backend_name
         prog.compiled, prog.max_h, prog.max_w = record.compiled, record.max_h, record.max_w
         prog.n = sum(len(kind) for kind in launch)
         prog.ti, prog.tf = record.ti.copy(), record.tf.copy()
         prog.src_fills, prog.int_fills, prog.float_fills = [], [], []
         prog.arg_from, prog.slabs, prog.results = [], [], []
-        slot_of = {}                       # id(output node) -> (slab, item)
+        slot_of = {}                       # id(an item's output buffer) -> index in results
         slab_ids = {id(s): k for k, s in enumerate(record.slabs)}
         args = iter(record.args)
         b0 = 0
@@ -246,25 +272,7 @@ class FlushProgram:
         for p in self.arg_from:
             args.append(next(it) if p >= 0 else slabs[-1 - p][0])
         be.launch_batched(self.compiled, self.n, self.max_h, self.max_w, ti, tf, args)
-        stats = STATE.stats
-        stats["kernels_launched"] += 1
-        stats["ops_fused"] += self.ops_fused
-        _bind(nodes, [slabs[s][1][b] for _, s, b in self.results], self.binds, mats)
-        return True
-
-
-def _bind(nodes, bufs, binds, mats):
-    """Each computed node reads its buffer from now on; each sink (``binds``: position in
-    ``mats``, output index) holds its output's memory."""
-    from .ir import Allocation, Source
-    for n, buf in zip(nodes, bufs):
-        n.result = Source(buf, 0, 0, n.rows, n.cols, n.depth, n.cn)
-    allocs = {}
-    for i, r in binds:
-        a = allocs.get(r)
-        if a is None:
-            a = allocs[r] = Allocation(bufs[r])
-        mats[i]._bind_result(a, 0, 0)
+        return self._finish(nodes, [slabs[s][1][b] for _, s, b in self.results], mats)
 
 
 def _binds(sinks, at, slot_of):
@@ -279,19 +287,17 @@ def _binds(sinks, at, slot_of):
     return binds
 
 
-class SingleFlushProgram:
+class SingleFlushProgram(_FlushProgramBase):
     """A replayed flush that went out as one kernel of one item (a frame at a time: W2), as
     that launch: its arguments gathered from the recorded values by position, fresh outputs,
     the results bound — no plan thawed, no layout or argument recipe walked."""
-    __slots__ = ("compiled", "rows", "cols", "recipe", "outputs", "results", "binds", "ops_fused",
-                 "backend")
-    _CONVERT = {"i": int, "f32": np.float32, "f64": float}
+    __slots__ = ("compiled", "rows", "cols", "recipe", "outputs", "results")
 
     @classmethod
     def capture(cls, kernel, layout, entry, sinks, at):
         """``kernel``/``layout``: the flush's one kernel as it ran; ``entry``: its plan entry
         in positions (kernel index, value positions, ...)."""
-        compiled = STATE.kernel_cache()._kernels.get(layout.signature)
+        compiled = STATE.kernel_cache().compiled(layout)
         if compiled is None:
             return None
         vals = entry[1]
@@ -299,7 +305,7 @@ class SingleFlushProgram:
         prog.backend = STATE.backend_name
         prog.compiled, prog.rows, prog.cols = compiled, kernel.rows, kernel.cols
         prog.recipe = [(0, vals[item[1]], 0) if item[0] == "src" else
-                       (1, vals[item[1]], (item[2], cls._CONVERT[item[3]])) for item in compiled.recipe]
+                       (1, vals[item[1]], (item[2], DYN_CONVERT[item[3]])) for item in compiled.recipe]
         prog.outputs, slot_of = [], {}
         for n in kernel.outputs:
             if n.result is None or n.result.y0 or n.result.x0:
@@ -334,8 +340,4 @@ class SingleFlushProgram:
         for buf in bufs:
             args += (buf, 0, 0)
         be.launch(self.compiled, self.rows, self.cols, tuple(args))
-        stats = STATE.stats
-        stats["kernels_launched"] += 1
-        stats["ops_fused"] += self.ops_fused
-        _bind(nodes, bufs, self.binds, mats)
-        return True
+        return self._finish(nodes, bufs, mats)

@@ -259,9 +259,11 @@ def flush(requested=()):
         if not sinks:
             return
         STATE.stats["flushes"] += 1
-        # a replay's first run as a program of its own (lazycv.program), for the next replays
-        capture = replay is not None and replay.program is None and STATE.capture is None and \
-            not any(m._alloc is not None for m in sinks)          # (dst= writes: general path)
+        # a replay's first run as a program of its own (lazycv.program), for the next replays;
+        # never one that writes into user memory (dst=: the key holds that, so it stays so)
+        capture = replay is not None and replay.program is None and STATE.capture is None
+        if capture and any(m._alloc is not None for m in sinks):
+            replay.program = capture = False
         launch = replay.one_batched_launch() if capture else None
         try:
             if launch is None:
@@ -290,18 +292,18 @@ def _forget(sinks):
 
 
 def _run_program(replay, rec, mats):
-    """A replayed flush by its program (lazycv.program.FlushProgram); False when it cannot
-    serve these values (the general path then runs)."""
-    STATE.stats["flushes"] += 1
+    """A replayed flush by its program (lazycv.program); False when it cannot serve these
+    values (the general path then runs)."""
     try:
-        if replay.program.run(rec.values(), mats):
-            STATE.stats["program_hits"] += 1
-            return True
+        done = replay.program.run(rec.values(), mats)
     except BaseException:
+        STATE.stats["flushes"] += 1          # (a failed flush counts, as on the general path)
         _forget([mats[i] for i in replay.sinks])
         raise
-    STATE.stats["flushes"] -= 1
-    return False
+    if done:
+        STATE.stats["flushes"] += 1
+        STATE.stats["program_hits"] += 1
+    return done
 
 
 def _output_region(mat):
@@ -425,11 +427,12 @@ class LaunchRecord:
 def capturing():
     """Collect the launches of the flushes inside: a LaunchRecord per batched launch, None for
     any other."""
+    outer = STATE.capture                    # (a capture around this one resumes after it)
     STATE.capture = launches = []
     try:
         yield launches
     finally:
-        STATE.capture = None
+        STATE.capture = outer
 
 
 def _launch_single(k, layout, by_node):
@@ -566,7 +569,8 @@ def _launch(kernel, layout, outputs):
         copy_region(src, buf, y0, x0)
 
 
-_CONVERT = {"i": int, "f32": np.float32, "f64": float}
+# how a dyn parameter of each kind becomes a kernel argument (also lazycv.program)
+DYN_CONVERT = {"i": int, "f32": np.float32, "f64": float}
 
 
 def gather_args(recipe, layout):
@@ -578,7 +582,7 @@ def gather_args(recipe, layout):
             args += (v.buf, v.y0, v.x0)
         else:
             _, vi, k, kind = item
-            args.append(_CONVERT[kind](values[vi].dyn[k]))
+            args.append(DYN_CONVERT[kind](values[vi].dyn[k]))
     return tuple(args)
 
 
