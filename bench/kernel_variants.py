@@ -1,6 +1,7 @@
 """W1's generated CUDA kernels under code-generation variants, side by side in one process:
-pixels per thread along x (a loop or unrolled), index spelling, block shape and a register cap
-(occupancy). Each variant regenerates and recompiles two kernels — W1 as a loop of cv2.cuda
+pixels per thread along x and how a thread walks them (a loop, unrolled, or interleaved: every
+pixel's loads before any store), how sources are read (plain or the read-only path) and
+outputs written (plain or streaming stores), and the block shape. Each variant regenerates and recompiles two kernels — W1 as a loop of cv2.cuda
 calls (divides by a std image) and W1 through lazycv.compose (std as scalars) — checks each
 batch against CPU OpenCV and times the captured launch back to back (device time).
 
@@ -18,13 +19,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import peers  # noqa: E402
 
-VARIANTS = [  # (pixels per thread, unrolled, register cap, index spelling, block)
-    (1, False, 0, "{}", (32, 8, 1)),              # the generator before run 17
-    (2, False, 0, "np.uint64({})", (32, 4, 1)),   # the default in runs 17-24
-    (4, True, 0, "np.uint64({})", (32, 4, 1)),
-    (4, False, 40, "np.uint64({})", (32, 4, 1)),
-    (4, False, 32, "np.uint64({})", (32, 4, 1)),
-    (4, False, 0, "np.uint64({})", (32, 4, 1)),   # the default since run 24 (last: two more rows)
+VARIANTS = [  # (pixels per thread, pixel order, source loads, output stores, block)
+    (4, "loop", "nc", "plain", (32, 4, 1)),
+    (4, "loop", "nc", "cs", (32, 4, 1)),
+    (4, "loop", "plain", "cs", (32, 4, 1)),
+    (4, "interleaved", "nc", "plain", (32, 4, 1)),
+    (2, "interleaved", "nc", "plain", (32, 4, 1)),
+    (1, "loop", "nc", "plain", (32, 8, 1)),
+    (4, "loop", "plain", "plain", (32, 4, 1)),   # the default since run 24 (last: two more rows)
 ]
 
 
@@ -49,7 +51,7 @@ def main():
     ref = peers.reference_w1(frames)
     lazycv.enable(backend="cuda")
     be = runtime.STATE.backend
-    table = common.Table(["px/thread", "unrolled", "max regs", "index", "block", "loop kernel ms", "TB/s",
+    table = common.Table(["px/thread", "order", "loads", "stores", "block", "loop kernel ms", "TB/s",
                           "compose kernel ms", "TB/s", "max err"])
     rows = []
 
@@ -58,20 +60,24 @@ def main():
         runtime.STATE.plans = PlanCache()
         be._direct.clear()
 
-    for px, unroll, regs, index, block in VARIANTS:
-        cuda_backend.PIXELS_PER_THREAD, cuda_backend.BLOCK = px, block
-        cuda_backend.UNROLL_PIXELS, cuda_backend.MAX_REGISTERS = unroll, regs
-        be.spellings["index"] = index
-        fresh()
-        loop_ms, loop_tbs, err1 = measure(w1.lazycv_setup(frames, True), w1.lazycv_result, ref,
-                                          args.batch, args.repeats)
-        fresh()
-        comp_ms, comp_tbs, err2 = measure(w1.lazycv_compose_setup(frames, True), w1.tensor_result, ref,
-                                          args.batch, args.repeats)
-        rows.append(dict(px=px, unrolled=unroll, max_registers=regs, index=index,
+    for px, order, loads, stores, block in VARIANTS:
+        cuda_backend.PIXELS_PER_THREAD, cuda_backend.BLOCK, cuda_backend.PIXEL_ORDER = px, block, order
+        be.spellings["source_element"] = cuda_backend.SOURCE_ELEMENT[loads]
+        be.spellings["output_store"] = cuda_backend.OUTPUT_STORE[stores]
+        try:
+            fresh()
+            loop_ms, loop_tbs, err1 = measure(w1.lazycv_setup(frames, True), w1.lazycv_result, ref,
+                                              args.batch, args.repeats)
+            fresh()
+            comp_ms, comp_tbs, err2 = measure(w1.lazycv_compose_setup(frames, True), w1.tensor_result, ref,
+                                              args.batch, args.repeats)
+        except Exception as e:                 # a variant this toolchain cannot build: say so, go on
+            print(f"[kernel_variants] {px} {order} {loads} {stores}: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
+        rows.append(dict(px=px, order=order, loads=loads, stores=stores,
                          block=list(block), loop_kernel_ms=loop_ms, loop_tb_s=loop_tbs, compose_kernel_ms=comp_ms,
                          compose_tb_s=comp_tbs, max_err=max(err1, err2)))
-        table.add(px, unroll, regs or "-", index, "x".join(map(str, block[:2])), loop_ms, f"{loop_tbs:.2f}",
+        table.add(px, order, loads, stores, "x".join(map(str, block[:2])), loop_ms, f"{loop_tbs:.2f}",
                   comp_ms, f"{comp_tbs:.2f}", f"{max(err1, err2):.2g}")
     # the default (last) variant's loop kernel two more ways: the frames as regions of one tall image
     # (no per-item choice of source array), and multiplying by 1/std where W1 divides (the C++
@@ -89,9 +95,9 @@ def main():
         w1.upload_all = orig
     for label, run in (("one buffer", one), ("x 1/std", w1.lazycv_setup(frames, True, by_reciprocal=True))):
         ms, tbs, err = measure(run, w1.lazycv_result, ref, args.batch, args.repeats)
-        rows.append(dict(px=px, unrolled=unroll, max_registers=regs, index=index,
+        rows.append(dict(px=px, order=order, loads=loads, stores=stores,
                          block=list(block), loop_kernel_ms=ms, loop_tb_s=tbs, max_err=err, source=label))
-        table.add(px, unroll, regs or "-", f"{index} {label}", "x".join(map(str, block[:2])), ms, f"{tbs:.2f}",
+        table.add(px, order, loads, f"{stores} {label}", "x".join(map(str, block[:2])), ms, f"{tbs:.2f}",
                   "", "", f"{err:.2g}")
     print(table.render())
     common.write_json(common.out_dir() / f"kernel_variants_b{args.batch}.json",

@@ -58,7 +58,7 @@ def _real_spellings():
     from lazycv.backends import cuda as cb
     src = inspect.getsource(cb.CudaBackend.__init__)
     m = re.search(r"else:\s*#.*?self\.spellings = (\{.*?\})\n", src, re.S)
-    return eval(m.group(1))                     # the non-simulator spellings, as the backend has them
+    return eval(m.group(1), vars(cb))           # the non-simulator spellings, as the backend has them
 
 
 def signature(source, kinds):
@@ -146,17 +146,27 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/sass"))
     ap.add_argument("--by-reciprocal", action="store_true", help="W1 multiplying by 1/std, not dividing")
     ap.add_argument("--compose", action="store_true", help="W1 through lazycv.compose (std as scalars)")
-    ap.add_argument("--unroll", action="store_true", help="the thread's pixels unrolled (LAZYCV_UNROLL_PIXELS)")
+    ap.add_argument("--pixel-order", default=None, choices=("loop", "unrolled", "interleaved"),
+                    help="how a thread walks its pixels (LAZYCV_PIXEL_ORDER)")
+    ap.add_argument("--source-loads", default=None, choices=("nc", "plain"),
+                    help="how sources are read (LAZYCV_SOURCE_LOADS)")
+    ap.add_argument("--px", type=int, default=0, help="pixels per thread (LAZYCV_PIXELS_PER_THREAD)")
     ap.add_argument("--max-registers", type=int, default=0, help="register cap (LAZYCV_MAX_REGISTERS)")
     args = ap.parse_args()
     from lazycv.backends import cuda as cuda_backend
-    cuda_backend.UNROLL_PIXELS = args.unroll
+    if args.pixel_order:
+        cuda_backend.PIXEL_ORDER = args.pixel_order
+    if args.px:
+        cuda_backend.PIXELS_PER_THREAD = args.px
+    if args.source_loads:
+        cuda_backend.SOURCE_LOADS = args.source_loads
     if args.max_registers:
         PTXAS_FLAGS.append(f"-maxrregcount={args.max_registers}")
     os.makedirs(args.out, exist_ok=True)
     kinds = w1_kinds(args.by_reciprocal, args.compose)
     source, _ = cuda_source(kinds)
-    rows = [("lazycv generated (4 px/thread)", *sass_of_numba(source, kinds, args.out))]
+    rows = [(f"lazycv generated ({cuda_backend.PIXELS_PER_THREAD} px/thread, {cuda_backend.PIXEL_ORDER})",
+             *sass_of_numba(source, kinds, args.out))]
     try:
         rows.append(("CUDA C++ bit-exact (1 px/thread)", *sass_of_cpp(args.out)))
     except (OSError, subprocess.CalledProcessError) as e:

@@ -2,15 +2,18 @@
 one thread per output pixel."""
 import ctypes
 import os
+import re
 
 import numpy as np
 
+from ..codegen import assigned
 from ..memory import BufferPool
 from .base import Backend
 
 _FRAME = '''import math
 import numpy as np
 from numba import cuda
+from lazycv.backends.cuda_loads import ldg as _ldg
 
 
 @cuda.jit({opts})
@@ -24,6 +27,7 @@ def kernel({params}):
 _BATCHED = '''import math
 import numpy as np
 from numba import cuda
+from lazycv.backends.cuda_loads import ldg as _ldg
 
 
 @cuda.jit({opts})
@@ -43,10 +47,21 @@ BLOCK = (32, 4, 1)
 # changes it must drop the kernel and plan caches (bench/kernel_variants.py measures both).
 PIXELS_PER_THREAD = int(os.environ.get("LAZYCV_PIXELS_PER_THREAD", "4"))
 # code-generation knobs measured by bench/kernel_variants.py (baked into the source, like the
-# two above): the pixels of a thread as an unrolled sequence instead of a loop (more loads in
-# flight per thread), and a register cap for the compiler (more threads per SM); 0 = none
-UNROLL_PIXELS = os.environ.get("LAZYCV_UNROLL_PIXELS", "0") == "1"
+# two above). How a thread walks its pixels: "loop" (one pixel after another), "unrolled" (the
+# same, written out), "interleaved" (written out with every pixel's loads before any pixel's
+# store, so all of a thread's loads are in flight at once: the compiler may not move a load
+# above a store it cannot prove apart). And a register cap for the compiler (more threads per
+# SM); 0 = none.
+PIXEL_ORDER = os.environ.get("LAZYCV_PIXEL_ORDER", "loop")
 MAX_REGISTERS = int(os.environ.get("LAZYCV_MAX_REGISTERS", "0"))
+# how a kernel reads its sources: "nc" through the read-only path (cuda_loads.ldg), "plain" as
+# array elements (the simulator always reads plainly)
+SOURCE_LOADS = os.environ.get("LAZYCV_SOURCE_LOADS", "plain")
+SOURCE_ELEMENT = {"nc": "_ldg({}, ({}, {}))", "plain": "{}[{}, {}]"}
+# how it writes its outputs: "plain", or "cs" (st.global.cs, streaming: the lines are evicted
+# first, as nothing in the kernel reads them again)
+OUTPUT_STORES = os.environ.get("LAZYCV_OUTPUT_STORES", "plain")
+OUTPUT_STORE = {"cs": "cuda.stcs({}, ({}, {}), {})", "plain": "{}[{}, {}] = {}"}
 # how a compiled kernel is launched after its first (dispatcher) launch, cheapest first
 LAUNCH_MODES = ("driver", "packed", "overload", "dispatcher")
 
@@ -77,7 +92,9 @@ class CudaBackend(Backend):
             # store (W1's kernel 0.57 -> 0.40 ms at 64 frames, bench/RESULTS.md run 17)
             self.spellings = {"int_load": "np.int32({})", "floor_i32": "np.int32(math.floor({}))",
                               "rint_i32": "np.int32(round({}))",
-                              "rint_f32_i32": "cuda.libdevice.float2int_rn({})", "index": "np.uint64({})"}
+                              "rint_f32_i32": "cuda.libdevice.float2int_rn({})", "index": "np.uint64({})",
+                              "source_element": SOURCE_ELEMENT[SOURCE_LOADS],
+                              "output_store": OUTPUT_STORE[OUTPUT_STORES]}
         self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "driver")
         if self.launch_mode not in LAUNCH_MODES:
             raise ValueError(f"lazycv: LAZYCV_LAUNCH must be one of {', '.join(LAUNCH_MODES)}, "
@@ -131,7 +148,11 @@ class CudaBackend(Backend):
         px = PIXELS_PER_THREAD
         if px == 1:
             return row_lines + lines
-        if UNROLL_PIXELS:
+        if PIXEL_ORDER == "interleaved":
+            body = _interleaved(lines, px)
+            if body is not None:
+                return row_lines + body
+        if PIXEL_ORDER in ("unrolled", "interleaved"):
             out = row_lines + ["_x0 = x"]
             for k in range(px):
                 out += [f"x = _x0 + {k} * cuda.blockDim.x", "if x < W:"] + ["    " + ln for ln in lines]
@@ -615,3 +636,40 @@ def _flatten_array(devary):
     except AttributeError:
         pass
     return flat
+
+
+
+
+def _interleaved(lines, px):
+    """``px`` pixels of a thread as straight-line code: each assignment (a load, a step of the
+    math) for every pixel in turn, names suffixed per pixel, then every pixel's stores, each
+    under its own ``x < W`` — so the loads of all pixels are issued before the first one's math
+    waits on its data.
+    A pixel past the row's end computes with x clamped to the last column, so its loads stay
+    inside the image; only its store is skipped. None unless the body is assignments and stores
+    with no load after a store (the form codegen.emit_body writes); the plain loop serves it."""
+    body, stores = [], []
+    for ln in lines:
+        if assigned(ln):
+            if stores and "[" in ln:
+                return None              # a load after a store: keep the written order
+            body.append(ln)
+        elif ln.rstrip().endswith(":"):
+            return None                  # a control line
+        else:
+            stores.append(ln)
+    local = {"x"} | {assigned(ln) for ln in body}
+    word = re.compile(r"(?<![.\w])(" + "|".join(sorted(local, key=len, reverse=True)) + r")(?!\w)")
+
+    def rename(ln, k):
+        return word.sub(lambda m: f"_x{k}" if m.group(1) == "x" else f"{m.group(1)}_p{k}", ln)
+    out, tail = ["_x0 = x"], []
+    for k in range(1, px):
+        out += [f"_xr{k} = _x0 + {k} * cuda.blockDim.x", f"_x{k} = min(_xr{k}, W - 1)"]
+    for ln in body:                       # line by line across the pixels: loads side by side
+        out += [rename(ln, k) for k in range(px)]
+    tail += [rename(ln, 0) for ln in stores]            # (the frame's guard covers pixel 0)
+    for k in range(1, px):
+        tail.append(f"if _xr{k} < W:")
+        tail += ["    " + rename(ln, k) for ln in stores]
+    return out + tail
