@@ -148,8 +148,6 @@ def main():
     ap.add_argument("--compose", action="store_true", help="W1 through lazycv.compose (std as scalars)")
     ap.add_argument("--pixel-order", default=None, choices=("loop", "unrolled", "interleaved"),
                     help="how a thread walks its pixels (LAZYCV_PIXEL_ORDER)")
-    ap.add_argument("--source-loads", default=None, choices=("nc", "plain"),
-                    help="how sources are read (LAZYCV_SOURCE_LOADS)")
     ap.add_argument("--px", type=int, default=0, help="pixels per thread (LAZYCV_PIXELS_PER_THREAD)")
     ap.add_argument("--max-registers", type=int, default=0, help="register cap (LAZYCV_MAX_REGISTERS)")
     args = ap.parse_args()
@@ -158,8 +156,6 @@ def main():
         cuda_backend.PIXEL_ORDER = args.pixel_order
     if args.px:
         cuda_backend.PIXELS_PER_THREAD = args.px
-    if args.source_loads:
-        cuda_backend.SOURCE_LOADS = args.source_loads
     if args.max_registers:
         PTXAS_FLAGS.append(f"-maxrregcount={args.max_registers}")
     os.makedirs(args.out, exist_ok=True)

@@ -182,8 +182,8 @@ class Emitter:
             row = self.let(f"{s}_y + {y}", "r")
             col = self.let(f"({s}_x + {x}) * {value.cn}", "c")
             load = "{}" if is_float(value.depth) else self.spellings["int_load"]
-            ix, element = self.spellings["index"], self.spellings.get("source_element", "{}[{}, {}]")
-            got = [self.let(load.format(element.format(s, ix.format(row), ix.format(f"{col} + {c}"))), "v")
+            ix = self.spellings["index"]
+            got = [self.let(load.format(f"{s}[{ix.format(row)}, {ix.format(f'{col} + {c}')}]"), "v")
                    for c in range(value.cn)]
         else:
             exprs = value.op.emit(self, value, y, x)
@@ -216,9 +216,9 @@ def emit_body(layout, prefix="", spellings=None):
         em.params += [o, f"{o}_y", f"{o}_x"]
         em.lines.append(f"_{p}or{k} = {o}_y + y")
         em.lines.append(f"_{p}oc{k} = ({o}_x + x) * {v.cn}")
-        ix, store = em.spellings["index"], em.spellings.get("output_store", "{}[{}, {}] = {}")
+        ix = em.spellings["index"]
         for c, var in enumerate(outs[k]):
-            em.lines.append(store.format(o, ix.format(f"_{p}or{k}"), ix.format(f"_{p}oc{k} + {c}"), var))
+            em.lines.append(f"{o}[{ix.format(f'_{p}or{k}')}, {ix.format(f'_{p}oc{k} + {c}')}] = {var}")
     return em
 
 

@@ -18,8 +18,6 @@ class Backend:
         "rint_i32": "np.int32(np.rint({}))",          # a float32 or float64 value
         "rint_f32_i32": "np.int32(np.rint({}))",      # a float32 value
         "index": "{}",                                # an array index (never negative)
-        "source_element": "{}[{}, {}]",               # an element of a source (read-only) array
-        "output_store": "{}[{}, {}] = {}",            # a store of an output element
     }
 
     def constant_tables(self, ti, tf):

@@ -13,7 +13,6 @@ from .base import Backend
 _FRAME = '''import math
 import numpy as np
 from numba import cuda
-from lazycv.backends.cuda_loads import ldg as _ldg
 
 
 @cuda.jit({opts})
@@ -27,7 +26,6 @@ def kernel({params}):
 _BATCHED = '''import math
 import numpy as np
 from numba import cuda
-from lazycv.backends.cuda_loads import ldg as _ldg
 
 
 @cuda.jit({opts})
@@ -54,14 +52,6 @@ PIXELS_PER_THREAD = int(os.environ.get("LAZYCV_PIXELS_PER_THREAD", "4"))
 # SM); 0 = none.
 PIXEL_ORDER = os.environ.get("LAZYCV_PIXEL_ORDER", "loop")
 MAX_REGISTERS = int(os.environ.get("LAZYCV_MAX_REGISTERS", "0"))
-# how a kernel reads its sources: "nc" through the read-only path (cuda_loads.ldg), "plain" as
-# array elements (the simulator always reads plainly)
-SOURCE_LOADS = os.environ.get("LAZYCV_SOURCE_LOADS", "plain")
-SOURCE_ELEMENT = {"nc": "_ldg({}, ({}, {}))", "plain": "{}[{}, {}]"}
-# how it writes its outputs: "plain", or "cs" (st.global.cs, streaming: the lines are evicted
-# first, as nothing in the kernel reads them again)
-OUTPUT_STORES = os.environ.get("LAZYCV_OUTPUT_STORES", "plain")
-OUTPUT_STORE = {"cs": "cuda.stcs({}, ({}, {}), {})", "plain": "{}[{}, {}] = {}"}
 # how a compiled kernel is launched after its first (dispatcher) launch, cheapest first
 LAUNCH_MODES = ("driver", "packed", "overload", "dispatcher")
 
@@ -92,9 +82,7 @@ class CudaBackend(Backend):
             # store (W1's kernel 0.57 -> 0.40 ms at 64 frames, bench/RESULTS.md run 17)
             self.spellings = {"int_load": "np.int32({})", "floor_i32": "np.int32(math.floor({}))",
                               "rint_i32": "np.int32(round({}))",
-                              "rint_f32_i32": "cuda.libdevice.float2int_rn({})", "index": "np.uint64({})",
-                              "source_element": SOURCE_ELEMENT[SOURCE_LOADS],
-                              "output_store": OUTPUT_STORE[OUTPUT_STORES]}
+                              "rint_f32_i32": "cuda.libdevice.float2int_rn({})", "index": "np.uint64({})"}
         self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "driver")
         if self.launch_mode not in LAUNCH_MODES:
             raise ValueError(f"lazycv: LAZYCV_LAUNCH must be one of {', '.join(LAUNCH_MODES)}, "
