@@ -1,8 +1,8 @@
 """W1's generated CUDA kernels under code-generation variants, side by side in one process:
 pixels per thread along x and how a thread walks them (a loop, unrolled, or interleaved: every
-pixel's loads before any store), rows per thread, and the block shape (bench/RESULTS.md runs 29
-and 37 also measured register caps, reads through the read-only path and streaming stores: none
-paid).
+pixel's loads before any store), and the block shape (bench/RESULTS.md runs 29, 36-38 also
+measured register caps, reads through the read-only path, streaming stores and several rows a
+thread: none paid).
 Each variant regenerates and recompiles two kernels — W1 as a loop of cv2.cuda calls (divides
 by a std image) and W1 through lazycv.compose (std as scalars) — checks each batch against CPU
 OpenCV and times the captured launch back to back (device time).
@@ -21,16 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import peers  # noqa: E402
 
-VARIANTS = [  # (pixels per thread, pixel order, rows per thread, block)
-    (2, "interleaved", 1, (32, 4, 1)),
-    (8, "loop", 1, (32, 4, 1)),
-    (16, "loop", 1, (32, 4, 1)),
-    (2, "loop", 2, (32, 4, 1)),
-    (4, "loop", 2, (32, 4, 1)),
-    (8, "loop", 2, (32, 4, 1)),
-    (8, "loop", 2, (32, 2, 1)),
-    (4, "loop", 4, (32, 2, 1)),
-    (4, "loop", 1, (32, 4, 1)),            # the default since run 24 (last: two more rows)
+VARIANTS = [  # (pixels per thread, pixel order, block)
+    (2, "interleaved", (32, 4, 1)),
+    (8, "loop", (32, 4, 1)),
+    (4, "loop", (32, 4, 1)),            # the default since run 24 (last: two more rows)
 ]
 
 
@@ -55,7 +49,7 @@ def main():
     ref = peers.reference_w1(frames)
     lazycv.enable(backend="cuda")
     be = runtime.STATE.backend
-    table = common.Table(["px/thread", "order", "rows", "block", "loop kernel ms", "TB/s",
+    table = common.Table(["px/thread", "order", "block", "loop kernel ms", "TB/s",
                           "compose kernel ms", "TB/s", "max err"])
     rows_out = []
 
@@ -64,9 +58,8 @@ def main():
         runtime.STATE.plans = PlanCache()
         be._direct.clear()
 
-    for px, order, rows, block in VARIANTS:
+    for px, order, block in VARIANTS:
         cuda_backend.PIXELS_PER_THREAD, cuda_backend.BLOCK, cuda_backend.PIXEL_ORDER = px, block, order
-        cuda_backend.ROWS_PER_THREAD = rows
         try:
             fresh()
             loop_ms, loop_tbs, err1 = measure(w1.lazycv_setup(frames, True), w1.lazycv_result, ref,
@@ -75,12 +68,12 @@ def main():
             comp_ms, comp_tbs, err2 = measure(w1.lazycv_compose_setup(frames, True), w1.tensor_result, ref,
                                               args.batch, args.repeats)
         except Exception as e:                 # a variant this toolchain cannot build: say so, go on
-            print(f"[kernel_variants] {px} {order} {rows}: {type(e).__name__}: {e}", file=sys.stderr)
+            print(f"[kernel_variants] {px} {order}: {type(e).__name__}: {e}", file=sys.stderr)
             continue
-        rows_out.append(dict(px=px, order=order, rows=rows,
+        rows_out.append(dict(px=px, order=order,
                          block=list(block), loop_kernel_ms=loop_ms, loop_tb_s=loop_tbs, compose_kernel_ms=comp_ms,
                          compose_tb_s=comp_tbs, max_err=max(err1, err2)))
-        table.add(px, order, rows, "x".join(map(str, block[:2])), loop_ms, f"{loop_tbs:.2f}",
+        table.add(px, order, "x".join(map(str, block[:2])), loop_ms, f"{loop_tbs:.2f}",
                   comp_ms, f"{comp_tbs:.2f}", f"{max(err1, err2):.2g}")
     # the default (last) variant's loop kernel two more ways: the frames as regions of one tall image
     # (no per-item choice of source array), and multiplying by 1/std where W1 divides (the C++
@@ -98,9 +91,9 @@ def main():
         w1.upload_all = orig
     for label, run in (("one buffer", one), ("x 1/std", w1.lazycv_setup(frames, True, by_reciprocal=True))):
         ms, tbs, err = measure(run, w1.lazycv_result, ref, args.batch, args.repeats)
-        rows_out.append(dict(px=px, order=order, rows=rows,
+        rows_out.append(dict(px=px, order=order,
                          block=list(block), loop_kernel_ms=ms, loop_tb_s=tbs, max_err=err, source=label))
-        table.add(px, f"{order} {label}", rows, "x".join(map(str, block[:2])), ms, f"{tbs:.2f}",
+        table.add(px, f"{order} {label}", "x".join(map(str, block[:2])), ms, f"{tbs:.2f}",
                   "", "", f"{err:.2g}")
     print(table.render())
     common.write_json(common.out_dir() / f"kernel_variants_b{args.batch}.json",

@@ -149,7 +149,6 @@ def main():
     ap.add_argument("--pixel-order", default=None, choices=("loop", "unrolled", "interleaved"),
                     help="how a thread walks its pixels (LAZYCV_PIXEL_ORDER)")
     ap.add_argument("--px", type=int, default=0, help="pixels per thread (LAZYCV_PIXELS_PER_THREAD)")
-    ap.add_argument("--rows", type=int, default=0, help="rows per thread (LAZYCV_ROWS_PER_THREAD)")
     ap.add_argument("--max-registers", type=int, default=0, help="register cap (LAZYCV_MAX_REGISTERS)")
     args = ap.parse_args()
     from lazycv.backends import cuda as cuda_backend
@@ -157,15 +156,12 @@ def main():
         cuda_backend.PIXEL_ORDER = args.pixel_order
     if args.px:
         cuda_backend.PIXELS_PER_THREAD = args.px
-    if args.rows:
-        cuda_backend.ROWS_PER_THREAD = args.rows
     if args.max_registers:
         PTXAS_FLAGS.append(f"-maxrregcount={args.max_registers}")
     os.makedirs(args.out, exist_ok=True)
     kinds = w1_kinds(args.by_reciprocal, args.compose)
     source, _ = cuda_source(kinds)
-    rows = [(f"lazycv generated ({cuda_backend.PIXELS_PER_THREAD} px x {cuda_backend.ROWS_PER_THREAD} rows "
-              f"a thread, {cuda_backend.PIXEL_ORDER})",
+    rows = [(f"lazycv generated ({cuda_backend.PIXELS_PER_THREAD} px a thread, {cuda_backend.PIXEL_ORDER})",
              *sass_of_numba(source, kinds, args.out))]
     try:
         rows.append(("CUDA C++ bit-exact (1 px/thread)", *sass_of_cpp(args.out)))

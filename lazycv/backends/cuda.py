@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from ..codegen import assigned, names
+from ..codegen import assigned
 from ..memory import BufferPool
 from .base import Backend
 
@@ -18,7 +18,7 @@ from numba import cuda
 @cuda.jit({opts})
 def kernel({params}):
     x = cuda.blockIdx.x * (cuda.blockDim.x * {px}) + cuda.threadIdx.x
-    y = cuda.blockIdx.y * (cuda.blockDim.y * {rows}) + cuda.threadIdx.y
+    y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     if x < W and y < H:
 {body}
 '''
@@ -31,7 +31,7 @@ from numba import cuda
 @cuda.jit({opts})
 def kernel(MAXH, TI, TF, {params}):
     x = cuda.blockIdx.x * (cuda.blockDim.x * {px}) + cuda.threadIdx.x
-    y = cuda.blockIdx.y * (cuda.blockDim.y * {rows}) + cuda.threadIdx.y
+    y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     b = cuda.blockIdx.z
     H = TI[b, 0]
     W = TI[b, 1]
@@ -51,10 +51,6 @@ PIXELS_PER_THREAD = int(os.environ.get("LAZYCV_PIXELS_PER_THREAD", "4"))
 # above a store it cannot prove apart). And a register cap for the compiler (more threads per
 # SM); 0 = none.
 PIXEL_ORDER = os.environ.get("LAZYCV_PIXEL_ORDER", "loop")
-# output rows per thread, BLOCK[1] apart: a pixel's column math (a resize's source columns and
-# weights, the output column offsets) is done once for all of them. With more than one row the
-# pixels are walked as a loop whatever PIXEL_ORDER says.
-ROWS_PER_THREAD = int(os.environ.get("LAZYCV_ROWS_PER_THREAD", "1"))
 MAX_REGISTERS = int(os.environ.get("LAZYCV_MAX_REGISTERS", "0"))
 # how a compiled kernel is launched after its first (dispatcher) launch, cheapest first
 LAUNCH_MODES = ("driver", "packed", "overload", "dispatcher")
@@ -138,8 +134,6 @@ class CudaBackend(Backend):
     def _pixels(row_lines, lines):
         """A thread's body: the row's lines once, then each of its pixels along x."""
         px = PIXELS_PER_THREAD
-        if ROWS_PER_THREAD > 1:
-            return _rows_of_pixels(row_lines, lines, px, ROWS_PER_THREAD)
         if px == 1:
             return row_lines + lines
         if PIXEL_ORDER == "interleaved":
@@ -162,7 +156,7 @@ class CudaBackend(Backend):
 
     def kernel_frame(self, params, row_lines, lines):
         return _FRAME.format(opts=self._jit_options(), params=", ".join(params), px=PIXELS_PER_THREAD,
-                             rows=ROWS_PER_THREAD, body=self.indent(self._pixels(row_lines, lines), 8))
+                             body=self.indent(self._pixels(row_lines, lines), 8))
 
     def batched_frame(self, params, branches):
         """One thread per pixel of every item; each item's kind selects its branch."""
@@ -176,11 +170,11 @@ class CudaBackend(Backend):
                 out.append(("if" if j == 0 else "elif") + f" TI[b, 2] == {j}:")
                 out += ["    " + ln for ln in pre + lines]
         return _BATCHED.format(opts=opts, params=", ".join(params), px=PIXELS_PER_THREAD,
-                               rows=ROWS_PER_THREAD, branches=self.indent(out, 8))
+                               branches=self.indent(out, 8))
 
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None, tables=None):
         bx, by, _ = BLOCK
-        bx, by = bx * PIXELS_PER_THREAD, by * ROWS_PER_THREAD
+        bx *= PIXELS_PER_THREAD
         grid = ((max_w + bx - 1) // bx, (max_h + by - 1) // by, n_items)
         if tables is not None:
             dti, dtf = tables
@@ -269,7 +263,7 @@ class CudaBackend(Backend):
 
     def launch(self, compiled, H, W, args, stream=None):
         bx, by, _ = BLOCK
-        bx, by = bx * PIXELS_PER_THREAD, by * ROWS_PER_THREAD
+        bx *= PIXELS_PER_THREAD
         grid = ((W + bx - 1) // bx, (H + by - 1) // by, 1)
         self._launch(compiled.fn, grid, (H, W) + tuple(args), stream)
 
@@ -668,50 +662,3 @@ def _interleaved(lines, px):
         tail += ["    " + rename(ln, k) for ln in stores]
     return out + tail
 
-
-def _rows_of_pixels(row_lines, lines, px, rows):
-    """A thread's body for ``rows`` rows (``cuda.blockDim.y`` apart) of ``px`` pixels each
-    (``cuda.blockDim.x`` apart): lines that depend on neither x nor y once; a row's lines per
-    row; for each pixel, its column lines (x but not y) once, then per row the lines that need
-    both and the row's stores. Rows past the image's end compute at its last row (their loads
-    stay inside it) and store nothing."""
-    ydep = {"y"}
-    xdep = {"x"}
-    for ln in row_lines + lines:
-        name = assigned(ln)
-        if name is None:
-            if ln.rstrip().endswith(":"):
-                raise AssertionError(f"lazycv: control line in a generated body: {ln!r}")
-            continue
-        reads = names(ln) - {name}
-        if reads & ydep:
-            ydep.add(name)
-        if reads & xdep:
-            xdep.add(name)
-    word = re.compile(r"(?<![.\w])(" + "|".join(sorted(ydep, key=len, reverse=True)) + r")(?!\w)")
-
-    def rename(ln, r):
-        if r == 0:
-            return ln
-        return word.sub(lambda m: f"_y{r}" if m.group(1) == "y" else f"{m.group(1)}_q{r}", ln)
-
-    def varies(ln, dep):
-        name = assigned(ln)
-        return name in dep if name is not None else True      # stores vary with both
-    out = [ln for ln in row_lines if not varies(ln, ydep)]
-    per_row = [ln for ln in row_lines if varies(ln, ydep)]
-    for r in range(rows):
-        if r:
-            out += [f"_yr{r} = y + {r} * cuda.blockDim.y", f"_y{r} = min(_yr{r}, H - 1)"]
-        out += [rename(ln, r) for ln in per_row]
-    columns = [ln for ln in lines if not varies(ln, ydep)]
-    both = [ln for ln in lines if varies(ln, ydep)]
-    body = list(columns)
-    for r in range(rows):
-        work = [rename(ln, r) for ln in both if assigned(ln)]
-        stores = [rename(ln, r) for ln in both if not assigned(ln)]
-        body += work + (stores if r == 0 else [f"if _yr{r} < H:"] + ["    " + ln for ln in stores])
-    if px == 1:
-        return out + body
-    return out + ["_x0 = x", f"for _k in range({px}):", "    x = _x0 + _k * cuda.blockDim.x",
-                  "    if x < W:"] + ["        " + ln for ln in body]
