@@ -152,6 +152,32 @@ def test_arith_with_scalar(rng, name, depth, scalar):
     assert_close(got, ref, 0 if depth != cv2.CV_32F else 1e-6, rel=1e-5)
 
 
+_SPECIAL = np.array([0, -0.0, 1, -1, np.inf, -np.inf, np.nan, 3e38, 1e-38, 1e-44, 7.5], np.float32)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("divisor", [(0.229, 0.224, 0.225), (3.0, -7.0, 0.1), (0.0, -0.0, np.inf),
+                                     (1e-40, 3e38, np.nan)])
+@pytest.mark.parametrize("by", ["scalar", "constant image", "constant image, scaled"])
+def test_float_division_by_a_constant_is_opencvs(rng, divisor, by):
+    """A float32 image divided by a scalar or by a constant image (a std GpuMat made with setTo)
+    multiplies by the divisor's reciprocal in double, once a thread: still OpenCV's quotient,
+    value for value, with its inf and NaN."""
+    row = np.concatenate([_SPECIAL, rand_image(rng, 1, 21, 1, np.float32).ravel()])
+    a = np.repeat(np.dstack([row, row[::-1], row])[:1], 2, axis=0)       # (2, 32, 3)
+    s = tuple(float(np.float32(v)) for v in divisor)
+    if by == "scalar":
+        got = cv2.cuda.divide(upload(a), s).download()
+        ref = cv2.divide(a, s + (0.0,))
+    else:
+        scale = 0.37 if by.endswith("scaled") else 1.0
+        c = cv2.cuda_GpuMat(a.shape[0], a.shape[1], cv2.CV_32FC3)
+        c.setTo(s)
+        got = cv2.cuda.divide(upload(a), c, scale=scale).download()
+        ref = cv2.divide(a, np.broadcast_to(np.float32(s), a.shape).copy(), scale=scale)
+    np.testing.assert_array_equal(got, ref)
+
+
 @pytest.mark.parametrize("name", ["multiply", "divide"])
 def test_scale_and_dtype(rng, name):
     a = rand_image(rng, 6, 8, 1, np.uint8)
