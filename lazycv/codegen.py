@@ -163,17 +163,6 @@ class Emitter:
             self.recipe.append(("src", vi))
         return self._named[key]
 
-    def is_constant(self, value):
-        """Whether this kernel computes ``value`` without reading any pixel (a constant image):
-        what depends only on it can be worked out once a thread."""
-        vi = self.layout.index.get(id(value))           # (as read() finds it)
-        if vi is None:
-            vi = self.layout.index.get(id(resolved(value)))
-        if vi is None or vi in self.input_set:
-            return False
-        v = self.layout.values[vi]
-        return not v.is_source and v.op.name == "fill"
-
     def read(self, value, y, x):
         """Channel variables of ``value`` at pixel (y, x), computing it here if needed."""
         # the layout fixed what is computed and what is read when it was built; a kernel launched

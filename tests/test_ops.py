@@ -160,9 +160,9 @@ _SPECIAL = np.array([0, -0.0, 1, -1, np.inf, -np.inf, np.nan, 3e38, 1e-38, 1e-44
                                      (1e-40, 3e38, np.nan)])
 @pytest.mark.parametrize("by", ["scalar", "constant image", "constant image, scaled"])
 def test_float_division_by_a_constant_is_opencvs(rng, divisor, by):
-    """A float32 image divided by a scalar or by a constant image (a std GpuMat made with setTo)
-    multiplies by the divisor's reciprocal in double, once a thread: still OpenCV's quotient,
-    value for value, with its inf and NaN."""
+    """A float32 image divided by a scalar or by a constant image (a std GpuMat made with setTo):
+    OpenCV's quotient value for value, with its inf, NaN and signed zeros (what a kernel that
+    works the division out another way — bench/RESULTS.md run 39 — must keep)."""
     row = np.concatenate([_SPECIAL, rand_image(rng, 1, 21, 1, np.float32).ravel()])
     a = np.repeat(np.dstack([row, row[::-1], row])[:1], 2, axis=0)       # (2, 32, 3)
     s = tuple(float(np.float32(v)) for v in divisor)

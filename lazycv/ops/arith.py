@@ -69,15 +69,6 @@ class Arith(OpDef):
         kind, mode, wt, scaled = n.static
         ft = {"f32": "np.float32", "f64": "np.float64"}.get(wt)
         a = ctx.read(n.inputs[0], y, x)
-        if kind == "div" and n.depth == cv2.CV_32F and wt == "f32" and not scaled and mode == "mm" \
-                and ctx.is_constant(n.inputs[1]):
-            # a float32 image divided by a constant image (a std GpuMat made with setTo): times
-            # the reciprocal in double, worked out once a thread. float32(a * (1 / b)) in double
-            # is the correctly rounded a / b but within 2^-52 of a rounding midpoint (about
-            # 2^-28 of values); inf and NaN as the division gives them.
-            b = ctx.read(n.inputs[1], y, x)
-            return [f"np.float32(np.float64({ai}) * {ctx.let(f'np.float64(1) / np.float64({bi})')})"
-                    for ai, bi in zip(a, b)]
         if mode == "mm":
             b = ctx.read(n.inputs[1], y, x)
         else:
@@ -91,14 +82,6 @@ class Arith(OpDef):
         s = ctx.dyn(n, 0, wt) if scaled else None
         if kind == "mul" and scaled:
             f = _FORMULA["mul_scaled"]
-        elif kind == "div" and mode == "ms" and wt == "f64" and n.depth == cv2.CV_32F:
-            # a float32 quotient by a scalar: times the scalar's reciprocal, which depends on no
-            # pixel (worked out once a thread, not a double division a pixel). One rounding more
-            # in double; the float32 result differs only when the quotient lies within a double
-            # ulp of a float32 rounding midpoint (about 2^-29 of values, 1e-7 relative at most).
-            # Inf and NaN as the division gives them (x / 0 = x * inf, x / inf = x * 0).
-            b = [ctx.let(f"np.float64({s if scaled else 1}) / {bi}") for bi in b]
-            f = "{a} * {b}"
         elif kind == "div":
             f = _FORMULA[("div_float" if is_float(n.depth) else "div_int") + ("" if scaled else "_unscaled")]
         else:
