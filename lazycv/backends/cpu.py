@@ -115,16 +115,21 @@ class CpuBackend(Backend):
 
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None, tables=None):
         fn, rows = compiled.fn, n_items * max_h
-        bands = min(self.threads, max(1, rows // self.MIN_ROWS_PER_BAND))
-        if bands == 1 or rows * max_w < self.MIN_PIXELS_TO_SPLIT:
-            fn(0, rows, max_h, ti, tf, *arrays)
+        self._in_bands(rows, lambda r0, r1: fn(r0, r1, max_h, ti, tf, *arrays),
+                       rows * max_w >= self.MIN_PIXELS_TO_SPLIT)
+
+    def _in_bands(self, rows, work, big):
+        """``work(r0, r1)`` over rows [0, rows): in bands on the worker threads when ``big``
+        (the calling thread takes the first band), else in one call."""
+        bands = min(self.threads, max(1, rows // self.MIN_ROWS_PER_BAND)) if big else 1
+        if bands == 1:
+            work(0, rows)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="lazycv-cpu")
         step = (rows + bands - 1) // bands
-        futs = [self._pool.submit(fn, r, min(r + step, rows), max_h, ti, tf, *arrays)
-                for r in range(step, rows, step)]
-        fn(0, min(step, rows), max_h, ti, tf, *arrays)
+        futs = [self._pool.submit(work, r, min(r + step, rows)) for r in range(step, rows, step)]
+        work(0, min(step, rows))
         for f in futs:
             f.result()
 
@@ -147,17 +152,7 @@ class CpuBackend(Backend):
         if H <= 0 or W <= 0:
             return
         fn = compiled.fn
-        bands = min(self.threads, max(1, H // self.MIN_ROWS_PER_BAND))
-        if bands == 1 or H * W < self.MIN_PIXELS_TO_SPLIT:
-            fn(0, H, H, W, *args)
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="lazycv-cpu")
-        step = (H + bands - 1) // bands
-        futs = [self._pool.submit(fn, y, min(y + step, H), H, W, *args) for y in range(step, H, step)]
-        fn(0, min(step, H), H, W, *args)
-        for f in futs:
-            f.result()
+        self._in_bands(H, lambda y0, y1: fn(y0, y1, H, W, *args), H * W >= self.MIN_PIXELS_TO_SPLIT)
 
     def upload(self, buf, y0, c0, arr2d, stream=None):
         """Copy host rows into buf[y0:, c0:] (element columns). Always possible here."""
