@@ -22,15 +22,21 @@ class Allocation:
     (pitched rows are allowed). ``buf`` may be swapped for a fresh buffer when the whole
     allocation is overwritten while lazy readers still need the old contents ("rename"), unless
     its address was handed out (``exported``): foreign code may hold the pointer.
+
+    ``constant`` is ``(buf, y0, x0, fill node)`` while a region of ``buf`` holds what a fill
+    (``setTo``) last wrote there and nothing has written the allocation since
+    (runtime.before_write and runtime.export forget it): a read of that region can take the
+    values instead of loading the memory.
     """
-    __slots__ = ("buf", "exported", "writers", "foreign", "cols", "__weakref__")
+    __slots__ = ("buf", "exported", "writers", "foreign", "cols", "constant", "__weakref__")
 
     def __init__(self, buf, foreign=None, cols=None):
         self.buf = buf
         self.cols = cols           # width in pixels when rows are padded (foreign memory)
         self.exported = foreign is not None
-        self.writers = []          # weakrefs to GpuMats with a pending write into this buffer
+        self.writers = []          # PendingWrite records: writes recorded into this memory
         self.foreign = foreign     # the object that owns foreign memory (kept alive)
+        self.constant = None
 
     @property
     def rows(self):
@@ -39,6 +45,34 @@ class Allocation:
     @property
     def row_elems(self):
         return self.buf.shape[1]
+
+
+class PendingWrite:
+    """A write recorded into an allocation's memory (``setTo``, ``dst=``, ``copyTo`` into a
+    view): the node and where it goes. It must happen while the memory lives, whether or not
+    the GpuMat that asked for it does (a temporary ROI view's ``setTo``): the allocation holds
+    the record, the record holds its GpuMat weakly (no reference cycle), and a flush writes an
+    orphaned record through a stand-in GpuMat (runtime.live_pending). Dropped once written
+    (GpuMat._bind_result)."""
+    __slots__ = ("mat", "cls", "node", "y0", "x0", "stand_in")
+
+    def __init__(self, mat, node):
+        self.mat, self.cls = weakref.ref(mat), type(mat)
+        self.node, self.y0, self.x0 = node, mat._y0, mat._x0
+        self.stand_in = None       # the GpuMat a flush writes an orphaned record through
+
+    def handle(self, alloc):
+        """The GpuMat whose binding completes this write: its own, or a stand-in when that one
+        is gone or holds something else now (None: the write is done)."""
+        m = self.mat()
+        if m is not None and m._node is self.node and m._alloc is alloc:
+            return m
+        s = self.stand_in
+        if s is None:
+            n = self.node
+            s = self.stand_in = self.cls._over(alloc, n.rows, n.cols, n.depth, n.cn)
+            s._y0, s._x0, s._node = self.y0, self.x0, self.node
+        return s if s._node is self.node else None
 
 
 class Source:

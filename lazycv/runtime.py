@@ -42,6 +42,7 @@ class State:
         self.fuse = True
         self.resize_mapping = "opencv-cpu"
         self.pending = []                    # weakrefs to lazy GpuMats, in recording order
+        self.written = weakref.WeakSet()     # allocations with pending writes (ir.PendingWrite)
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.caches = {}
         self.plans = PlanCache()
@@ -104,6 +105,7 @@ def backend():
 def export(alloc):
     """``alloc``'s address is handed out: never rename or recycle its buffer from now on, and
     read or write it eagerly (foreign code may change or read it at any moment)."""
+    alloc.constant = None
     if not alloc.exported:
         alloc.exported = True
         pool = getattr(STATE.backend, "buffers", None)
@@ -159,7 +161,8 @@ def count_recorded():
 
 
 def live_pending():
-    """Live GpuMats that still have pending work, pruning the dead ones."""
+    """Live GpuMats that still have pending work, pruning the dead ones — and stand-ins for
+    writes into live memory whose GpuMat is gone (ir.PendingWrite)."""
     alive, refs = [], []
     for r in STATE.pending:
         m = r()
@@ -167,6 +170,13 @@ def live_pending():
             alive.append(m)
             refs.append(r)
     STATE.pending = refs
+    if STATE.written:
+        have = {id(m) for m in alive}
+        for alloc in list(STATE.written):
+            for m in writers_of(alloc):
+                if id(m) not in have:
+                    alive.append(m)
+                    have.add(id(m))
     return alive
 
 
@@ -183,15 +193,18 @@ def readers_of(buf, exclude=None):
 
 
 def writers_of(alloc, exclude=None):
-    out = []
-    refs = []
-    for r in alloc.writers:
-        m = r()
-        if m is not None and m._node is not None and m._alloc is alloc:
-            refs.append(r)
+    """GpuMats (or stand-ins) whose binding completes a pending write into ``alloc``, pruning
+    the writes done."""
+    out, keep = [], []
+    for w in alloc.writers:
+        m = w.handle(alloc)
+        if m is not None:
+            keep.append(w)
             if m is not exclude:
                 out.append(m)
-    alloc.writers = refs
+    alloc.writers = keep
+    if not keep:
+        STATE.written.discard(alloc)
     return out
 
 
@@ -206,6 +219,7 @@ def before_read(alloc, exclude=None):
 def before_write(alloc, whole=False, exclude=None):
     """WAR/WAW before ``alloc`` is overwritten. Returns True when the caller may write in place,
     False when it renamed the buffer (``whole`` writes of unexported buffers only)."""
+    alloc.constant = None
     before_read(alloc, exclude)
     readers = readers_of(alloc.buf, exclude)
     if not readers:

@@ -190,6 +190,50 @@ def test_pending_write_then_read_through_another_view(rng):
     np.testing.assert_array_equal(total, exp)
 
 
+@pytest.mark.sim
+@pytest.mark.parametrize("parent_pending", [False, True])
+def test_writes_through_a_temporary_roi_view_reach_the_parent(rng, parent_pending):
+    """OpenCV writes at once; lazycv records the write, and the write must happen although the
+    view that asked for it is gone by the flush — the letterbox / mosaic idiom."""
+    src = rand_image(rng, 3, 4, 3, np.uint8)
+    base = rand_image(rng, 8, 9, 3, np.uint8)
+    if parent_pending:
+        canvas = cv2.cuda.cvtColor(upload(base[..., ::-1].copy()), cv2.COLOR_RGB2BGR)   # == base, lazy
+    else:
+        canvas = upload(base)
+    cv2.cuda_GpuMat(canvas, (0, 0, 9, 2)).setTo((1, 2, 3))                 # a band cleared
+    cv2.cuda.cvtColor(upload(src), cv2.COLOR_BGR2RGB, cv2.cuda_GpuMat(canvas, (5, 4, 4, 3)))   # dst=
+    upload(src).copyTo(cv2.cuda_GpuMat(canvas, (0, 5, 4, 3)))              # pasted
+    gc.collect()
+    exp = base.copy()
+    exp[0:2, 0:9] = (1, 2, 3)
+    exp[4:7, 5:9] = src[..., ::-1]
+    exp[5:8, 0:4] = src
+    assert_close(canvas.download(), exp, 0)
+
+
+def test_a_dropped_gpumat_s_pending_write_costs_nothing(rng):
+    tmp = cv2.cuda_GpuMat(64, 64, cv2.CV_8UC3)
+    tmp.setTo((1, 2, 3))
+    view = cv2.cuda_GpuMat(tmp, (0, 0, 8, 8))
+    view.setTo(0)
+    del tmp, view                       # no handle of that memory is left: nothing to write
+    gc.collect()
+    lazycv.reset_stats()
+    out = cv2.cuda.add(upload(rand_image(rng, 4, 4, 1, np.uint8)), 1).download()
+    assert out.shape == (4, 4)
+    assert lazycv.stats()["kernels_launched"] == 1
+
+
+def test_a_write_outlives_its_gpumat_while_a_view_reads_the_memory(rng):
+    g = upload(np.zeros((4, 6), np.uint8))
+    view = cv2.cuda_GpuMat(g, (2, 1, 3, 2))
+    g.setTo(7)                          # pending, then the writing handle goes
+    del g
+    gc.collect()
+    np.testing.assert_array_equal(view.download(), np.full((2, 3), 7, np.uint8))
+
+
 def test_materialize_plans_together(rng):
     g = upload(rand_image(rng, 10, 10, 3, np.uint8))
     outs = cv2.cuda.split(cv2.cuda.cvtColor(g, cv2.COLOR_BGR2RGB))

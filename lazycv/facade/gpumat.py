@@ -8,7 +8,7 @@ import numpy as np
 from .. import runtime
 from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, make_type, split_type, type_name
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
-from ..ir import Allocation, Source
+from ..ir import Allocation, Node, PendingWrite, Source
 from ..ops.convert import convert_to
 from ..ops.core import copy_to, crop_node, set_to
 from ..runtime import STATE
@@ -202,7 +202,8 @@ class GpuMat:
         if self._node is not None:
             runtime.register_pending(self)
             if self._alloc is not None:
-                self._alloc.writers.append(weakref.ref(self))
+                self._alloc.writers.append(PendingWrite(self, self._node))
+                STATE.written.add(self._alloc)
 
     def _wrap_foreign(self, obj):
         from .interop import wrap_foreign
@@ -232,6 +233,11 @@ class GpuMat:
     # ---------------------------------------------------------------- state transitions
     def _bind_result(self, alloc, y0, x0):
         """The flush computed this mat into ``alloc`` at (y0, x0)."""
+        n = self._node
+        if alloc.writers:                                    # this write is done
+            alloc.writers = [w for w in alloc.writers if w.node is not n]
+        if n is not None and n.op.name == "fill" and not alloc.exported:
+            alloc.constant = (alloc.buf, y0, x0, n)          # see _constant
         self._alloc, self._y0, self._x0 = alloc, y0, x0
         self._node = None
         self._src = None
@@ -267,11 +273,27 @@ class GpuMat:
             raise cv_error(func, f"{name} is empty", StsBadArg)
         if self._alloc.writers:
             runtime.before_read(self._alloc, exclude=self)
+        if self._alloc.constant is not None and STATE.fuse:      # (eager: one kernel an op)
+            c = self._constant()
+            if c is not None:
+                return c
         s = self._src
         if s is None or s.buf is not self._alloc.buf:
             s = self._src = Source(self._alloc.buf, self._y0, self._x0, self._rows, self._cols,
                                    self._depth, self._cn)
         return s
+
+    def _constant(self):
+        """A fill node of this mat's region when its memory holds a fill's values (setTo, and
+        nothing written since: Allocation.constant), else None. Read as values, a constant
+        image (a std GpuMat) costs a kernel no loads."""
+        a = self._alloc
+        buf, y0, x0, n = a.constant
+        if buf is not a.buf or a.exported or (n.depth, n.cn) != (self._depth, self._cn) or \
+                not (y0 <= self._y0 and self._y0 + self._rows <= y0 + n.rows and
+                     x0 <= self._x0 and self._x0 + self._cols <= x0 + n.cols):
+            return None
+        return Node(n.op, (), n.static, n.dyn, self._rows, self._cols, n.depth, n.cn)
 
     def _prepare_write(self, whole_region=True):
         """Before this mat's memory is overwritten: give it memory and honour memory order."""
@@ -295,7 +317,8 @@ class GpuMat:
         foreign code can see that memory)."""
         self._node = node
         self._src = None
-        self._alloc.writers.append(weakref.ref(self))
+        self._alloc.writers.append(PendingWrite(self, node))
+        STATE.written.add(self._alloc)
         runtime.register_pending(self)
         if self._alloc.exported:
             runtime.flush([self])
