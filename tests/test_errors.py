@@ -150,9 +150,6 @@ CASES = [
     ("upload-complex", "upload", _bad_upload(np.zeros((3, 4), np.complex64))),
     ("upload-object", "upload", _bad_upload(np.zeros((3, 4), object))),
     ("upload-big-endian", "upload", _bad_upload(np.zeros((3, 4), ">u2"))),
-    ("upload-column-stride", "upload", _bad_upload(_base[:, ::2])),
-    ("upload-transposed", "upload", _bad_upload(_base[..., 0].T)),
-    ("upload-channel-slice", "upload", _bad_upload(_base[..., :2])),
     ("upload-list", "upload", _bad_upload([[1, 2], [3, 4]])),
     ("upload-4d", "upload", _bad_upload(np.zeros((2, 2, 2, 2), np.uint8))),
     ("upload-5-channels", "upload", _bad_upload(np.zeros((2, 2, 5), np.uint8))),
@@ -205,7 +202,7 @@ def test_failed_upload_keeps_the_mat(rng, chain):
     """A rejected upload must not touch the destination: its data and its pending write stay."""
     d = upload(np.zeros((5, 7, 3), np.uint8))
     cv2.cuda.add(chain.r, (1, 2, 3), d)                               # pending write into d
-    for bad in (np.zeros((5, 7, 3), np.int64), np.zeros((10, 14, 3), np.uint8)[::2, ::2]):
+    for bad in (np.zeros((5, 7, 3), np.int64), np.zeros((5, 7, 5), np.uint8)):
         raises_naming("upload", lambda: d.upload(bad))
     raises_naming("upload", lambda: d.upload(np.zeros((5, 7, 3), np.uint8), 12))
     r = cv2.resize(chain.src, (7, 5), interpolation=cv2.INTER_NEAREST)

@@ -1,7 +1,10 @@
 """Device queries: with lazycv every backend presents a CUDA device, so code that checks
 ``getCudaEnabledDeviceCount()`` takes its CUDA path (the CPU backend is one virtual device)."""
+import numpy as np
+
 from .. import runtime
-from ..errors import StsOutOfRange, cv_error
+from .._types import split_type
+from ..errors import StsBadArg, StsNotImplemented, StsOutOfRange, cv_error
 from ..runtime import STATE
 
 
@@ -62,5 +65,142 @@ def createGpuMatFromCudaMemory(*args, **kw):
     return from_pointer(int(rows), int(cols), int(typ), int(ptr), int(step))
 
 
+def createContinuous(rows, cols, type, arr=None):
+    """A GpuMat of ``rows x cols`` with no gaps between rows (every lazycv allocation is one);
+    ``arr`` is reallocated when it differs."""
+    return ensureSizeIsEnough(rows, cols, type, arr, exact=True)
+
+
+def ensureSizeIsEnough(rows, cols, type, arr=None, exact=False):
+    """``arr`` when it already has ``type`` and at least ``rows x cols`` (as its top-left
+    region, OpenCV's rule), else a new GpuMat of that size and type."""
+    from .gpumat import GpuMat
+    if split_type(int(type)) is None:
+        raise cv_error("ensureSizeIsEnough", f"unsupported type {type}", StsBadArg)
+    if arr is not None and not isinstance(arr, GpuMat):
+        raise cv_error("ensureSizeIsEnough", f"arr must be a cv2.cuda.GpuMat, got {arr.__class__.__name__}",
+                       StsBadArg)
+    rows, cols = int(rows), int(cols)
+    if arr is not None and not arr.empty() and arr.type() == int(type):
+        if (arr.rows, arr.cols) == (rows, cols):
+            return arr
+        if not exact and arr.rows >= rows and arr.cols >= cols:
+            return GpuMat(arr, (0, 0, cols, rows))
+    if arr is None:
+        return GpuMat(rows, cols, int(type))
+    arr.create(rows, cols, int(type))
+    return arr
+
+
+def registerPageLocked(m):
+    """OpenCV pins ``m`` for faster copies; lazycv stages host copies through its own pinned
+    buffers, so there is nothing to do (a numpy array is still required)."""
+    if not isinstance(m, np.ndarray):
+        raise cv_error("registerPageLocked", f"m must be a numpy array, got {m.__class__.__name__}", StsBadArg)
+
+
+def unregisterPageLocked(m):
+    registerPageLocked(m)
+
+
+def setBufferPoolUsage(on):
+    """OpenCV's stack allocator for streams; lazycv pools device memory itself (no effect)."""
+
+
+def setBufferPoolConfig(deviceId, stackSize, stackCount):
+    """See setBufferPoolUsage (no effect)."""
+
+
+class DeviceInfo:
+    """``cv2.cuda.DeviceInfo([device_id])``: what scripts ask before taking a CUDA path."""
+
+    def __init__(self, device_id=None):
+        self._id = getDevice() if device_id is None else int(device_id)
+        n = getCudaEnabledDeviceCount()
+        if not 0 <= self._id < n:
+            raise cv_error("DeviceInfo", f"device {self._id} is out of range [0, {n})", StsOutOfRange)
+
+    def _device(self):
+        if STATE.backend_name == "cuda":
+            return runtime.backend().cuda.gpus[self._id]
+        return None
+
+    def deviceID(self):
+        return self._id
+
+    def name(self):
+        d = self._device()
+        if d is None:
+            return f"lazycv {STATE.backend_name} backend"
+        with d:
+            n = runtime.backend().cuda.get_current_device().name
+        return n.decode() if isinstance(n, bytes) else n
+
+    def majorVersion(self):
+        return self._capability()[0]
+
+    def minorVersion(self):
+        return self._capability()[1]
+
+    def _capability(self):
+        d = self._device()
+        if d is None:
+            return (9, 0)                  # the CPU backend runs everything a CUDA device would
+        with d:
+            return tuple(runtime.backend().cuda.get_current_device().compute_capability)
+
+    def multiProcessorCount(self):
+        d = self._device()
+        if d is None:
+            import os
+            return os.cpu_count() or 1
+        with d:
+            return runtime.backend().cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+    def totalMemory(self):
+        d = self._device()
+        if d is None:
+            import os
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        with d:
+            return runtime.backend().cuda.current_context().get_memory_info()[1]
+
+    def freeMemory(self):
+        d = self._device()
+        if d is None:
+            import os
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+        with d:
+            return runtime.backend().cuda.current_context().get_memory_info()[0]
+
+    def isCompatible(self):
+        return True
+
+    def supports(self, feature_set):
+        return True
+
+    def canMapHostMemory(self):
+        return True
+
+    def unifiedAddressing(self):
+        return True
+
+
+def unsupported(name):
+    """A cv2.cuda function lazycv does not provide, standing in for a CPU-only OpenCV's own,
+    which aborts the process ("No CUDA support") where a script expects an exception."""
+    def fn(*args, **kw):
+        raise cv_error(name, "not provided by lazycv (and this OpenCV build has no CUDA support)",
+                       StsNotImplemented)
+    fn.__name__ = name
+    return fn
+
+
 API = {f.__name__: f for f in (getCudaEnabledDeviceCount, getDevice, setDevice, resetDevice,
-                               printShortCudaDeviceInfo, printCudaDeviceInfo)}
+                               printShortCudaDeviceInfo, printCudaDeviceInfo, createContinuous,
+                               ensureSizeIsEnough, registerPageLocked, unregisterPageLocked,
+                               setBufferPoolUsage, setBufferPoolConfig)}
+API["DeviceInfo"] = DeviceInfo
+# what a CPU-only OpenCV's cv2.cuda would abort on (install() replaces it only without CUDA)
+ABORTING = ("wrapStream", "BufferPool", "fastNlMeansDenoising", "fastNlMeansDenoisingColored",
+            "nonLocalMeans")

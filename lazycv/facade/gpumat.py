@@ -74,9 +74,8 @@ def host_array_info(func, arr):
     if rows == 0 or cols == 0:
         raise cv_error(func, f"empty array of shape {arr.shape}", StsBadSize)
     inner_ok = arr.strides[-1] == arr.itemsize and (arr.ndim == 2 or arr.strides[1] == arr.itemsize * cn)
-    if not inner_ok:
-        raise cv_error(func, "the array's rows are not contiguous (strides "
-                             f"{arr.strides}); pass numpy.ascontiguousarray(arr)", StsBadArg)
+    if not inner_ok or arr.strides[0] < 0:
+        arr = np.ascontiguousarray(arr)        # (a channel-reversed or strided view: cv2 copies too)
     if arr.strides[0] == cols * cn * arr.itemsize or rows == 1:
         rows2d = arr.reshape(rows, cols * cn)
     else:
@@ -182,6 +181,8 @@ class GpuMat:
                         f"&& 0 <= roi.y && 0 <= roi.height && roi.y + roi.height <= m.rows)", StsOutOfRange)
         self._depth, self._cn = m._depth, m._cn
         self._rows, self._cols = h, w
+        if m._parent is not None and m._node is not None:    # a view of a lazy view: of its parent
+            m, y, x = m._parent[0], m._parent[1] + y, m._parent[2] + x
         if m._node is not None and m._alloc is not None:
             runtime.flush([m])                           # a view must see the pending write
         if m._alloc is not None:
@@ -197,6 +198,11 @@ class GpuMat:
         runtime.register_pending(self)
 
     def _share(self, m):
+        """A header copy (``GpuMat(m)``, ``assignTo``): the same memory, so a pending result is
+        computed into memory first (OpenCV's result already is; writes through either handle
+        must reach the other)."""
+        if m._node is not None and m._alloc is None:
+            m._materialize()
         for f in ("_alloc", "_y0", "_x0", "_rows", "_cols", "_depth", "_cn", "_node", "_src", "_parent"):
             setattr(self, f, getattr(m, f))
         if self._node is not None:
@@ -325,6 +331,12 @@ class GpuMat:
 
     def _assign_result(self, node):
         """``dst=self`` for a new result: write into this memory when it fits, else rebind."""
+        if self._node is not None and self._alloc is None and \
+                (self._rows, self._cols, self._depth, self._cn) == (node.rows, node.cols, node.depth, node.cn) and \
+                (self._parent is not None or any(r() is not None for r in self._views or ())):
+            # a view of a pending result, or a pending result others view: OpenCV writes into
+            # the memory they share, so the result gets its memory first
+            self._materialize()
         if self._alloc is not None and self._node is None and (self._rows, self._cols, self._depth, self._cn) == \
                 (node.rows, node.cols, node.depth, node.cn):
             self._prepare_write()
@@ -462,13 +474,21 @@ class GpuMat:
             self._materialize()
             shape = (self._rows, self._cols) if self._cn == 1 else (self._rows, self._cols, self._cn)
             dt = DEPTH_DTYPE[self._depth]
-            if not (isinstance(dst, np.ndarray) and dst.shape == shape and dst.dtype == dt
-                    and dst.flags.c_contiguous):
+            into = None                    # a region of a bigger host image: written through
+            if isinstance(dst, np.ndarray) and dst.shape == shape and dst.dtype == dt and \
+                    not dst.flags.c_contiguous:
+                check(dst.flags.writeable, "GpuMat::download", "dst is read-only", StsBadArg)
+                into, dst, stream = dst, None, None
+            if not (isinstance(dst, np.ndarray) and dst.shape == shape and dst.dtype == dt):
                 # a synchronous download may reuse warm memory (an asynchronous copy could
                 # still be writing into storage that its dropped array gave back)
                 dst = STATE.host_arrays.alloc(shape, dt) if stream is None else np.empty(shape, dt)
+            check(dst.flags.writeable, "GpuMat::download", "dst is read-only", StsBadArg)
             device_to_host(self._alloc.buf, self._y0, self._x0 * self._cn, self._rows,
                            self._cols * self._cn, dst.reshape(self._rows, self._cols * self._cn), stream)
+            if into is not None:
+                into[...] = dst
+                dst = into
             if runtime.OBSERVERS:
                 runtime.notify("download", self, dst)
             return dst
@@ -552,7 +572,7 @@ class GpuMat:
                 and buf.shape[0] == self._rows else None
             check(flat is not None, "GpuMat::reshape", "reshape of a ROI view to another row count", StsBadSize)
             out._alloc = Allocation(flat)
-            out._alloc.exported = True
+            runtime.export(out._alloc)      # (two allocations over one buffer: read and written at the call)
             return out
 
     # ---------------------------------------------------------------- data ops (lazy)

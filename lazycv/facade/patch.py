@@ -35,8 +35,11 @@ def _functions():
     table = dict(API)
     table.update(device.API)
     table.update(hostmem.API)
-    table.update(GpuMat=GpuMat, Stream=Stream, Event=Event,
+    table.update(GpuMat=GpuMat, Stream=Stream, Event=Event, Stream_Null=Stream.Null,
+                 Event_elapsedTime=Event.elapsedTime,
                  createGpuMatFromCudaMemory=device.createGpuMatFromCudaMemory)
+    if not _native_cuda_build():
+        table.update({n: device.unsupported(n) for n in device.ABORTING if n not in table})
     return table
 
 

@@ -14,7 +14,7 @@ import cv2
 
 from .._types import is_float
 from ..errors import StsBadArg, StsUnmatchedFormats, cv_error
-from .base import OpDef, saturate
+from .base import OpDef, round_int32, saturate
 from .common import (check_same, cuda_api, depth_arg, gpumat_cls, is_scalar_like, node, result,
                      scalar4, src_mat)
 from .core import fill_node, mask_mat, masked
@@ -91,11 +91,6 @@ class Arith(OpDef):
         return [saturate(ctx, e, n.depth, src_is_float=(wt != "i")) for e in exprs]
 
 
-def _int_scalar(v):
-    """saturate_cast<int>(double): half to even, and out of int32 range -> INT_MIN."""
-    return int(round(v)) if -2147483648.5 < v < 2147483647.5 else -2147483648
-
-
 def _operands(func, src1, src2):
     """(image, other, mode): other is a GpuMat or a 4-tuple scalar."""
     GpuMat = gpumat_cls()
@@ -133,7 +128,7 @@ def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
     if mode != "mm":
         svals = b                           # scalar4 gave four floats
         if wt == "i":                       # OpenCV rounds the scalar to the integer work type
-            svals = tuple(_int_scalar(v) for v in svals)
+            svals = tuple(round_int32(v) for v in svals)
     inputs = [a._value(func, "src1")] + ([b._value(func, "src2")] if mode == "mm" else [])
     return node("arith", inputs, (kind, mode, wt, scaled), (float(scale),) + svals,
                 a._rows, a._cols, out_depth, a._cn), a

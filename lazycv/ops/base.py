@@ -62,5 +62,11 @@ def saturate(ctx, expr, depth, src_is_float=True):
             f"if ({t} > -2147483648.5 and {t} < 2147483647.5) else {lo})")
 
 
+def round_int32(v):
+    """cvRound on the host: half to even, and outside int32 (NaN, inf too) INT_MIN — what
+    OpenCV's saturate_cast<int>(double) gives a scalar."""
+    return int(round(v)) if -2147483648.5 < v < 2147483647.5 else -2147483648
+
+
 def op(name):
     return REGISTRY[name]

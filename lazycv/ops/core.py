@@ -3,7 +3,7 @@ import cv2
 
 from .._types import DEPTH_RANGE, is_float
 from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
-from .base import OpDef
+from .base import OpDef, round_int32
 from .common import stream_cls, check_same, check_stream, gpumat_cls, node, scalar4, src_mat
 
 
@@ -43,11 +43,12 @@ def crop_node(value, y, x, h, w):
 
 
 def fill_values(depth, s):
-    """setTo's scalar converted to the mat's depth (saturate_cast: round half to even, clamp)."""
+    """setTo's scalar converted to the mat's depth (saturate_cast: round half to even, clamp;
+    NaN, inf and values past int32 go through cvRound's INT_MIN, as in OpenCV)."""
     if is_float(depth):
         return tuple(float(v) for v in s)
     lo, hi = DEPTH_RANGE[depth]
-    return tuple(min(max(int(round(v)), lo), hi) for v in s)
+    return tuple(min(max(round_int32(v), lo), hi) for v in s)
 
 
 def fill_node(rows, cols, depth, cn, s):

@@ -1,0 +1,135 @@
+"""GpuMat semantics real scripts rely on, where a lazy result must behave as OpenCV's result
+(which is already in memory): writes into views of pending results, header copies, views of
+views; host arrays of any layout in and out; setTo's scalar conversion; and the cv2.cuda
+functions a CPU-only OpenCV would abort on."""
+import cv2
+import numpy as np
+import pytest
+
+from .conftest import assert_close, rand_image, upload
+
+
+def pending(a):
+    """A lazy result equal to ``a`` (not yet in memory)."""
+    return cv2.cuda.add(upload(a), 0)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("how", ["copyTo", "dst", "convertTo"])
+def test_a_write_into_a_view_of_a_pending_result_reaches_it(rng, how):
+    base = rand_image(rng, 5, 7, 1, np.uint8)
+    patch = rand_image(rng, 2, 3, 1, np.uint8)
+    canvas = pending(base)
+    roi = cv2.cuda_GpuMat(canvas, (2, 1, 3, 2))
+    if how == "copyTo":
+        upload(patch).copyTo(roi)
+    elif how == "dst":
+        cv2.cuda.add(upload(patch), 0, dst=roi)
+    else:
+        upload(patch).convertTo(cv2.CV_8U, roi)
+    exp = base.copy()
+    exp[1:3, 2:5] = patch
+    assert_close(canvas.download(), exp, 0)
+    assert_close(roi.download(), patch, 0)
+
+
+def test_views_follow_an_in_place_write_into_their_pending_parent(rng):
+    base = rand_image(rng, 4, 6, 1, np.uint8)
+    new = rand_image(rng, 4, 6, 1, np.uint8)
+    out = pending(base)
+    roi = cv2.cuda_GpuMat(out, (0, 0, 2, 2))
+    upload(new).copyTo(out)                     # same size and type: in place, as in OpenCV
+    assert_close(roi.download(), new[:2, :2], 0)
+
+
+@pytest.mark.sim
+def test_a_view_of_a_view_of_a_pending_result_writes_into_the_root(rng):
+    base = rand_image(rng, 5, 5, 1, np.uint8)
+    out = pending(base)
+    inner = cv2.cuda_GpuMat(cv2.cuda_GpuMat(out, (1, 1, 3, 3)), (1, 1, 1, 1))
+    inner.setTo(0)
+    exp = base.copy()
+    exp[2, 2] = 0
+    assert_close(out.download(), exp, 0)
+
+
+@pytest.mark.parametrize("how", ["constructor", "assignTo"])
+def test_a_header_copy_of_a_pending_result_shares_its_memory(rng, how):
+    base = rand_image(rng, 3, 4, 1, np.uint8)
+    p = pending(base)
+    if how == "constructor":
+        h = cv2.cuda_GpuMat(p)
+    else:
+        h = cv2.cuda_GpuMat()
+        p.assignTo(h)
+    h.setTo(9)
+    assert_close(p.download(), np.full_like(base, 9), 0)
+    p.setTo(4)
+    assert_close(h.download(), np.full_like(base, 4), 0)
+
+
+@pytest.mark.parametrize("view", ["reversed channels", "one channel", "every other column", "upside down",
+                                  "transposed", "fortran order"])
+def test_upload_takes_any_numpy_layout(rng, view):
+    bgr = rand_image(rng, 4, 6, 3, np.uint8)
+    arr = {"reversed channels": bgr[..., ::-1], "one channel": bgr[..., 1], "every other column": bgr[:, ::2],
+           "upside down": bgr[::-1], "transposed": bgr[..., 0].T,
+           "fortran order": np.asfortranarray(bgr[..., 2])}[view]
+    g = cv2.cuda_GpuMat()
+    g.upload(arr)
+    assert_close(g.download(), np.ascontiguousarray(arr), 0)
+
+
+def test_download_into_a_region_of_a_bigger_host_image(rng):
+    a = rand_image(rng, 2, 3, 3, np.uint8)
+    host = np.zeros((4, 6, 3), np.uint8)
+    view = host[1:3, 2:5]
+    got = upload(a).download(view)
+    assert got is view
+    exp = np.zeros_like(host)
+    exp[1:3, 2:5] = a
+    np.testing.assert_array_equal(host, exp)
+
+
+@pytest.mark.parametrize("typ, value", [(cv2.CV_32SC1, 3e9), (cv2.CV_32SC1, -3e9), (cv2.CV_8UC1, float("nan")),
+                                        (cv2.CV_8UC1, float("inf")), (cv2.CV_16SC1, 1e12), (cv2.CV_16SC1, 1e9),
+                                        (cv2.CV_8UC1, 2.5), (cv2.CV_8UC1, 3.5)])
+def test_setto_converts_its_scalar_as_opencv(typ, value):
+    """saturate_cast<T>(double): cvRound (half to even; NaN, inf and past int32 give INT_MIN),
+    then clamped — the CPU reference is cv2.add of the scalar to zeros."""
+    dtype = {cv2.CV_32SC1: np.int32, cv2.CV_8UC1: np.uint8, cv2.CV_16SC1: np.int16}[typ]
+    got = cv2.cuda_GpuMat(2, 2, typ, value).download()
+    assert_close(got, cv2.add(np.zeros((2, 2), dtype), value), 0)
+
+
+def test_reshape_to_other_rows_reads_at_the_call(rng):
+    g = upload(np.arange(12, dtype=np.uint8).reshape(3, 4))
+    x = cv2.cuda.add(g.reshape(1, 12), 1)
+    g.upload(np.zeros((3, 4), np.uint8))        # after the read: it must see the old data
+    assert_close(x.download(), np.arange(1, 13, dtype=np.uint8).reshape(12, 1), 0)
+
+
+def test_module_spellings_and_device_queries():
+    e1, e2 = cv2.cuda.Event(), cv2.cuda.Event()
+    e1.record()
+    e2.record()
+    assert cv2.cuda.Event_elapsedTime(e1, e2) >= 0
+    s = cv2.cuda.Stream_Null()
+    s.waitForCompletion()
+    info = cv2.cuda.DeviceInfo()
+    assert info.deviceID() == cv2.cuda.getDevice()
+    assert info.majorVersion() >= 3 and info.multiProcessorCount() >= 1 and info.isCompatible()
+    assert info.totalMemory() >= info.freeMemory() > 0
+    m = cv2.cuda.createContinuous(3, 4, cv2.CV_8UC3)
+    assert m.size() == (4, 3) and m.type() == cv2.CV_8UC3 and m.isContinuous()
+    big = cv2.cuda_GpuMat(10, 10, cv2.CV_8UC1)
+    assert cv2.cuda.ensureSizeIsEnough(5, 6, cv2.CV_8UC1, big).size() == (6, 5)
+
+
+@pytest.mark.parametrize("name, args", [("wrapStream", (0,)), ("fastNlMeansDenoising", (None, 3.0)),
+                                        ("nonLocalMeans", (None, 3.0, (7, 7)))])
+def test_what_lazycv_does_not_provide_raises_instead_of_aborting(name, args):
+    if not hasattr(cv2.cuda, name):
+        pytest.skip(f"this OpenCV has no cv2.cuda.{name}")
+    with pytest.raises(cv2.error, match=name):
+        getattr(cv2.cuda, name)(*args)
