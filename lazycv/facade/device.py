@@ -158,20 +158,20 @@ class DeviceInfo:
             return runtime.backend().cuda.get_current_device().MULTIPROCESSOR_COUNT
 
     def totalMemory(self):
-        d = self._device()
-        if d is None:
-            import os
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        with d:
-            return runtime.backend().cuda.current_context().get_memory_info()[1]
+        return self._memory()[1]
 
     def freeMemory(self):
+        return self._memory()[0]
+
+    def _memory(self):
+        """(free, total) bytes: the device's, or the host's for the CPU backend."""
         d = self._device()
         if d is None:
             import os
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+            page = os.sysconf("SC_PAGE_SIZE")
+            return page * os.sysconf("SC_AVPHYS_PAGES"), page * os.sysconf("SC_PHYS_PAGES")
         with d:
-            return runtime.backend().cuda.current_context().get_memory_info()[0]
+            return tuple(runtime.backend().cuda.current_context().get_memory_info())
 
     def isCompatible(self):
         return True
