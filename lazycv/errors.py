@@ -11,6 +11,7 @@ StsAssert = -215
 StsNullPtr = -27
 StsNotImplemented = -213
 StsError = -2
+StsNoMem = -4
 
 _CODE_NAME = {StsBadArg: "Bad argument", StsBadSize: "Incorrect size of input array",
               StsOutOfRange: "One of the arguments' values is out of range",
@@ -19,7 +20,7 @@ _CODE_NAME = {StsBadArg: "Bad argument", StsBadSize: "Incorrect size of input ar
               StsUnsupportedFormat: "Unsupported format or combination of formats",
               StsAssert: "Assertion failed", StsNullPtr: "Null pointer",
               StsNotImplemented: "The function/feature is not implemented",
-              StsError: "Unspecified error"}
+              StsError: "Unspecified error", StsNoMem: "Insufficient memory"}
 
 
 def cv_error(func, message, code=StsBadArg):

@@ -155,6 +155,7 @@ class _FlushProgramBase:
         stats["ops_fused"] += self.ops_fused
         for n, buf in zip(nodes, bufs):
             n.result = Source(buf, 0, 0, n.rows, n.cols, n.depth, n.cn)
+        STATE.computed.extend(nodes)
         allocs = {}
         for i, r in self.binds:
             a = allocs.get(r)

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import backends, codegen, ir, planner
 from ._types import DEPTH_DTYPE
+from .errors import StsNoMem, cv_error
 from .ir import Allocation, Source, source_bufs
 from .memory import host_pool
 from .plancache import Graph, PlanCache
@@ -43,6 +44,8 @@ class State:
         self.resize_mapping = "opencv-cpu"
         self.pending = []                    # weakrefs to lazy GpuMats, in recording order
         self.written = weakref.WeakSet()     # allocations with pending writes (ir.PendingWrite)
+        self.computed = []                   # nodes the running flush computed into memory
+        self.device_bytes = None             # the device's memory (runtime.device_memory)
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.caches = {}
         self.plans = PlanCache()
@@ -92,6 +95,7 @@ def select_backend(name=None):
         if STATE.backend_name != name:
             flush()
         STATE.backend = backends.get(name)
+        STATE.device_bytes = None
         STATE.backend_name = name
     return STATE.backend
 
@@ -242,12 +246,15 @@ def flush(requested=()):
     """
     with STATE.lock:
         rec = ir.new_recording()
-        mats = live_pending()
-        have = {id(m) for m in mats}
-        for m in requested:
+        mats, have = [], set()
+        for m in live_pending() + list(requested):
+            if m._parent is not None and m._node is not None:
+                m = m._parent[0]       # a view of a pending result lives in its parent's memory
             if m._node is not None and id(m) not in have:
                 mats.append(m)
                 have.add(id(m))
+        requested = [m._parent[0] if m._parent is not None and m._node is not None else m
+                     for m in requested]
         count_recorded()
         STATE.since_flush = STATE.counted = 0
         if not mats:
@@ -256,6 +263,7 @@ def flush(requested=()):
         key = STATE.plans.replay_key(rec, mats, req, STATE.fuse)
         replay = STATE.plans.replay(key, STATE.stats)
         if replay is not None and replay.program and _run_program(replay, rec, mats):
+            _let_go_of_history()
             return
         if replay is not None:
             sinks, kernels, phases = replay.thaw(rec, mats)
@@ -287,7 +295,9 @@ def flush(requested=()):
                     kernels, phases = execute(sinks, plan)
         except BaseException:
             _forget(sinks)
+            STATE.computed.clear()
             raise
+        _let_go_of_history()
         if replay is None:
             STATE.plans.remember(key, rec, mats, sinks, kernels, phases)
         elif launch is not None:
@@ -297,6 +307,35 @@ def flush(requested=()):
             entry = replay.one_kernel()
             replay.program = entry is not None and SingleFlushProgram.capture(
                 *phases[0][0][0][0], entry, sinks, replay.sinks) or False
+
+
+def check_fits(func, rows, cols, depth, cn):
+    """An output larger than the device's memory fails at the call, as OpenCV's allocation would
+    (a lazy result would otherwise fail at some later, unrelated flush)."""
+    nbytes = rows * cols * cn * DEPTH_DTYPE[depth].itemsize
+    if nbytes > device_memory():
+        raise cv_error(func, f"a {cols}x{rows} output of {cn} channel(s) needs {nbytes / 2 ** 30:.1f} GiB, more "
+                             "than the device has", StsNoMem)
+
+
+def device_memory():
+    """Bytes of memory the backend's device has (the host's for the CPU backend)."""
+    if STATE.device_bytes is None:
+        be = backend()
+        if STATE.backend_name == "cuda":
+            STATE.device_bytes = be.cuda.current_context().get_memory_info()[1]
+        else:
+            STATE.device_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return STATE.device_bytes
+
+
+def _let_go_of_history():
+    """A node computed into memory is read from there from now on (Node.result): it lets go of
+    its inputs, or a loop that keeps updating one result (``add(acc, frame, dst=acc)``) would
+    keep every earlier frame and intermediate alive through the chain of its nodes."""
+    for n in STATE.computed:
+        n.inputs = ()
+    STATE.computed.clear()
 
 
 def _forget(sinks):
@@ -313,6 +352,7 @@ def _run_program(replay, rec, mats):
     except BaseException:
         STATE.stats["flushes"] += 1          # (a failed flush counts, as on the general path)
         _forget([mats[i] for i in replay.sinks])
+        STATE.computed.clear()
         raise
     if done:
         STATE.stats["flushes"] += 1
@@ -418,6 +458,7 @@ def _launches(groups):
 def _finish_kernel(kernel, outputs, by_node):
     for n, buf, y0, x0, alloc in outputs:
         n.result = Source(buf, y0, x0, n.rows, n.cols, n.depth, n.cn)
+        STATE.computed.append(n)
         for m in by_node.get(id(n), ()):
             if m._node is n:
                 if alloc is None:

@@ -338,3 +338,61 @@ def test_results_dropped_by_a_returning_function_are_not_computed_later(rng):
     for got, want in zip(planes, cv2.split(ref)):
         assert_close(got, want, tol=1e-5, what="plane")
     assert_close(other, cv2.resize(a, (4, 3)), what="later result")
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("then", ["write through the view", "write into the parent"])
+def test_a_view_of_a_pending_result_stays_a_view_across_other_flushes(rng, then):
+    base = rand_image(rng, 4, 4, 1, np.uint8)
+    r = cv2.cuda.add(upload(base), 1)
+    v = cv2.cuda_GpuMat(r, (0, 0, 2, 2))
+    cv2.cuda.add(upload(base[:2, :2]), 1).download()          # an unrelated flush
+    if then == "write through the view":
+        v.setTo(9)
+        exp = base + 1
+        exp[:2, :2] = 9
+        assert_close(r.download(), exp, 0)
+    else:
+        r.setTo(7)
+        assert_close(v.download(), np.full((2, 2), 7, np.uint8), 0)
+
+
+def test_a_result_updated_in_place_every_frame_does_not_keep_the_frames(rng):
+    """add(acc, frame, dst=acc) with the frame uploaded into one GpuMat: each flush's computed
+    nodes let go of their inputs, so memory stays flat (it grew a frame an iteration)."""
+    from lazycv.ir import Node
+    frame = rand_image(rng, 6, 8, 3, np.uint8)
+    g = cv2.cuda_GpuMat()
+    acc = cv2.cuda_GpuMat(6, 8, cv2.CV_32SC3, (0, 0, 0))
+
+    def run(n):
+        for _ in range(n):
+            g.upload(frame)
+            cv2.cuda.add(acc, g.convertTo(cv2.CV_32SC3), dst=acc)
+
+    def live_nodes():
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is Node)
+    run(10)
+    before = live_nodes()
+    run(100)
+    assert live_nodes() - before < 10
+    assert_close(acc.download(), frame.astype(np.int32) * 110, 0)
+
+
+def test_an_output_too_large_for_the_device_fails_at_the_call(rng):
+    g = upload(rand_image(rng, 4, 4, 3, np.uint8))
+    small = cv2.cuda.add(g, (1, 1, 1))
+    with pytest.raises(cv2.error, match="resize"):
+        cv2.cuda.resize(g, (1 << 20, 1 << 20))
+    assert small.download().shape == (4, 4, 3)
+
+
+def test_download_takes_the_stream_first(rng):
+    a = rand_image(rng, 3, 5, 3, np.uint8)
+    out = np.empty_like(a)
+    st = cv2.cuda.Stream()
+    got = upload(a).download(st, out)
+    st.waitForCompletion()
+    assert got is out
+    np.testing.assert_array_equal(out, a)

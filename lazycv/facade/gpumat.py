@@ -466,8 +466,8 @@ class GpuMat:
 
     def download(self, dst=None, stream=None):
         """Copy this GpuMat to a host array (materialising pending work first)."""
-        if _is_stream(dst) and stream is None:
-            dst, stream = None, dst
+        if _is_stream(dst):
+            dst, stream = stream, dst              # download(stream[, dst]), OpenCV's other order
         with STATE.lock:
             check(not self.empty(), "GpuMat::download", "the GpuMat is empty", StsBadArg)
             _check_stream("GpuMat::download", stream)

@@ -8,6 +8,7 @@ scale`` for LINEAR. NEAREST is ``floor(dst * scale)`` in both.
 import cv2
 
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, cv_error
+from .. import runtime
 from ..runtime import STATE
 from .base import OpDef, saturate
 from .common import cuda_api, node, result, src_mat
@@ -125,6 +126,7 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
     func = "resize"
     m = src_mat(func, src)
     dw, dh, scale_x, scale_y = output_size(func, m._cols, m._rows, dsize, fx, fy)
+    runtime.check_fits(func, dh, dw, m._depth, m._cn)
     interpolation = int(interpolation)
     if interpolation in FUSED:
         mapping = "cuda" if (STATE.resize_mapping == "opencv-cuda" and interpolation == cv2.INTER_LINEAR) \
