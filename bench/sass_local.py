@@ -20,8 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from inspect_kernel import opcode_histogram  # noqa: E402
 
 
-def w1_kinds(by_reciprocal=False, compose=False):
-    """The kinds of W1's batched launch (8 small frames), captured on the CPU backend."""
+def w1_kernel(by_reciprocal=False, compose=False):
+    """(CUDA source, kinds) of W1's batched launch (8 small frames), generated as the CPU backend
+    launches it (a flush lets go of the computed nodes' inputs once it is done)."""
     import lazycv
     from lazycv import runtime
     lazycv.enable(backend="cpu")
@@ -29,7 +30,8 @@ def w1_kinds(by_reciprocal=False, compose=False):
     real = runtime._launch_batch
 
     def spy(kinds, by_node):
-        got.append([(members[0][1],) + runtime._bind_kind(members)[:2] for members in kinds])
+        captured = [(members[0][1],) + runtime._bind_kind(members)[:2] for members in kinds]
+        got.append((cuda_source(captured)[0], captured))
         return real(kinds, by_node)
     runtime._launch_batch = spy
     frames = [np.random.default_rng(i).integers(0, 256, (36, 48, 3), np.uint8) for i in range(8)]
@@ -159,8 +161,7 @@ def main():
     if args.max_registers:
         PTXAS_FLAGS.append(f"-maxrregcount={args.max_registers}")
     os.makedirs(args.out, exist_ok=True)
-    kinds = w1_kinds(args.by_reciprocal, args.compose)
-    source, _ = cuda_source(kinds)
+    source, kinds = w1_kernel(args.by_reciprocal, args.compose)
     rows = [(f"lazycv generated ({cuda_backend.PIXELS_PER_THREAD} px a thread, {cuda_backend.PIXEL_ORDER})",
              *sass_of_numba(source, kinds, args.out))]
     try:

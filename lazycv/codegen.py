@@ -114,9 +114,9 @@ class Emitter:
         self.input_set = set(layout.inputs) if layout is not None else set()
         self.globals = {}           # name -> (python function, fingerprint) the body calls
 
-    def spell(self, name, expr):
-        """``expr`` through a target-specific operation (see Backend.spellings)."""
-        return self.spellings[name].format(expr)
+    def spell(self, name, *exprs):
+        """``exprs`` through a target-specific operation (see Backend.spellings)."""
+        return self.spellings[name].format(*exprs)
 
     def let(self, expr, prefix="t"):
         """A new name for ``expr``, or the name an identical expression already has: the body

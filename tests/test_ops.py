@@ -291,3 +291,58 @@ def test_release_and_empty():
     assert not g.empty()
     g.release()
     assert g.empty() and g.size() == (0, 0)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("code", ["BGR2RGB", "BGR2BGRA", "BGRA2BGR", "BGRA2RGBA", "RGB2BGRA", "GRAY2BGR",
+                                  "GRAY2BGRA", "BGR2GRAY", "RGBA2GRAY"])
+@pytest.mark.parametrize("cn", [1, 3, 4])
+@pytest.mark.parametrize("dcn", [0, 3, 4])
+def test_cvtcolor_takes_what_cpu_opencv_takes(rng, code, cn, dcn):
+    """CPU OpenCV 5 is lenient: colour codes take 1 (as grey), 3 or 4 channels, alpha copied
+    when both sides have one; dcn picks 3 or 4 output channels; grey codes ignore dcn."""
+    a = rand_image(rng, 3, 4, cn, np.uint8)
+    c = getattr(cv2, "COLOR_" + code)
+    try:
+        ref = cv2.cvtColor(a, c, dstCn=dcn)
+    except cv2.error:
+        with pytest.raises(cv2.error, match="cvtColor"):
+            cv2.cuda.cvtColor(upload(a), c, dcn=dcn)
+        return
+    assert_close(cv2.cuda.cvtColor(upload(a), c, dcn=dcn).download(), ref, 0)
+
+
+@pytest.mark.parametrize("depth, divisor", [(np.int16, 0.0), (np.int8, (0.0, 2.0, 0.0)), (np.uint8, 0.0)])
+def test_division_by_a_zero_scalar_saturates_inf_and_nan(rng, depth, divisor):
+    """A scalar divides in floating point: inf and NaN saturate to the output's minimum (0 for
+    unsigned), as on the CPU; two integer images divide as integers (zero divisor: 0)."""
+    a = rand_image(rng, 2, 3, 3 if isinstance(divisor, tuple) else 1, depth)
+    s = divisor + (0.0,) if isinstance(divisor, tuple) else divisor
+    assert_close(cv2.cuda.divide(upload(a), divisor).download(), cv2.divide(a, s), 0)
+    z = np.zeros_like(a)
+    assert_close(cv2.cuda.divide(upload(a), upload(z)).download(), cv2.divide(a, z), 0)
+    f = rand_image(rng, 2, 3, 1, np.float32)
+    assert_close(cv2.cuda.divide(upload(f), upload(np.zeros_like(f)), dtype=cv2.CV_16S).download(),
+                 cv2.divide(f, np.zeros_like(f), dtype=cv2.CV_16S), 0)
+
+
+@pytest.mark.parametrize("interpolation", [cv2.INTER_CUBIC, cv2.INTER_AREA, cv2.INTER_LANCZOS4])
+@pytest.mark.parametrize("fx, fy", [(0.5, 0.5), (2.0, 1.5), (0.3, 0.7)])
+def test_resize_by_scale_factors_uses_them(rng, interpolation, fx, fy):
+    """dsize (0, 0) and fx, fy: OpenCV maps with 1/fx, not with the rounded output size."""
+    a = rand_image(rng, 6, 9, 3, np.uint8)
+    got = cv2.cuda.resize(upload(a), (0, 0), fx=fx, fy=fy, interpolation=interpolation).download()
+    assert_close(got, cv2.resize(a, (0, 0), fx=fx, fy=fy, interpolation=interpolation), 0)
+
+
+@pytest.mark.sim
+def test_convertto_rounds_once_as_opencv(rng):
+    """OpenCV's convertTo computes src * alpha + beta with one rounding (a fused multiply-add):
+    the CPU reference is cv2.normalize(NORM_MINMAX), which is convertTo with alpha and beta
+    worked out from the range; half-way results (8.5 here, 8.500008 rounded once) decide."""
+    a = np.array([[0, 221, 255, 17, 100, 254]], np.uint8)
+    for lo, hi in ((-285.3, 53.7), (3.25, 200.75), (-10.0, 10.0)):
+        ref = cv2.normalize(a, None, lo, hi, cv2.NORM_MINMAX, dtype=cv2.CV_8U)
+        alpha = (hi - lo) * (1.0 / 255.0)
+        got = upload(a).convertTo(cv2.CV_8U, alpha=alpha, beta=lo).download()
+        assert_close(got, ref, 0, what=f"range {lo}..{hi}")

@@ -6,7 +6,9 @@ OpenCV's rules, which the CPU reference confirms:
   a scalar operand is first rounded to an integer (half to even);
 * multiply with a scale != 1, divide, and anything with a float operand or result computes in
   float (double when 32S or 64F is involved), then saturates (round half to even);
-* integer division by zero gives 0; float division follows IEEE (inf, nan).
+* integer division (two integer images) by zero gives 0; a division in floating point (a
+  scalar or a float operand) follows IEEE, and saturating inf or NaN to an integer output gives
+  its minimum (cvRound's INT_MIN), as the CPU reference does.
 """
 import functools
 
@@ -83,7 +85,11 @@ class Arith(OpDef):
         if kind == "mul" and scaled:
             f = _FORMULA["mul_scaled"]
         elif kind == "div":
-            f = _FORMULA[("div_float" if is_float(n.depth) else "div_int") + ("" if scaled else "_unscaled")]
+            # OpenCV's zero rule is its integer division's: two integer images; a scalar or a
+            # float operand divides in floating point, and a zero divisor saturates inf or NaN
+            int_div = mode == "mm" and not is_float(n.depth) and \
+                not any(is_float(i.depth) for i in n.inputs)
+            f = _FORMULA[("div_int" if int_div else "div_float") + ("" if scaled else "_unscaled")]
         else:
             f = _FORMULA[kind]
         zero = f"{ft}(0)" if ft else "0"

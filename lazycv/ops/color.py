@@ -71,19 +71,25 @@ class Gray(OpDef):
 
 
 def cvt_node(func, m, code, dcn=0):
-    """The node for a fused cvtColor code, or None when the code needs the fallback."""
+    """The node for a fused cvtColor code, or None when the code needs the fallback.
+
+    As CPU OpenCV 5 does: a colour code takes a 3- or 4-channel image (its alpha, if any, is
+    copied when the output has one) or a 1-channel one (as grey), and ``dcn`` 3 or 4 chooses
+    the output's channels; the grey codes take 3 or 4 channels and ignore ``dcn``."""
     if code in REORDER:
         scn, order = REORDER[code]
-        check_channels(func, m, (scn,) if scn != 4 else (4,))
-        if dcn not in (0, len(order)):
-            raise cv_error(func, f"dcn must be 0 or {len(order)} for this code, got {dcn}", StsBadArg)
+        colour_in = scn != 1
+        check_channels(func, m, (1, 3, 4) if colour_in else (1,))
+        if dcn not in (0, 3, 4):
+            raise cv_error(func, f"dcn must be 0, 3 or 4 for this code, got {dcn}", StsBadArg)
         check_depth(func, m, _DEPTHS)
+        rgb = order[:3] if m._cn != 1 else (0, 0, 0)
+        alpha = (3 if colour_in and m._cn == 4 else ALPHA,) if (dcn or len(order)) == 4 else ()
+        order = rgb + alpha
         return node("reorder", [m._value(func)], (order,), (), m._rows, m._cols, m._depth, len(order))
     if code in TO_GRAY:
         scn, bidx = TO_GRAY[code]
-        check_channels(func, m, (scn,))
-        if dcn not in (0, 1):
-            raise cv_error(func, f"dcn must be 0 or 1 for a gray conversion, got {dcn}", StsBadArg)
+        check_channels(func, m, (3, 4))
         check_depth(func, m, _DEPTHS)
         return node("gray", [m._value(func)], (bidx,), (), m._rows, m._cols, m._depth, 1)
     return None

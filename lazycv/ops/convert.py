@@ -30,6 +30,8 @@ class Convert(OpDef):
                 return list(v)
             return [saturate(ctx, e, n.depth, src_is_float=is_float(src.depth)) for e in v]
         a, b = ctx.dyn(n, 0, kind), ctx.dyn(n, 1, kind)
+        if kind == "f32":                         # one rounding, as OpenCV's fused multiply-add
+            return [saturate(ctx, ctx.spell("fma_f32", e, a, b), n.depth) for e in v]
         return [saturate(ctx, f"{ft}({e}) * {a} + {b}", n.depth) for e in v]
 
 

@@ -135,7 +135,10 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
                   (m._rows, m._cols, scale_x, scale_y), dh, dw, m._depth, m._cn)
         return result(func, nd, dst, stream)
     if interpolation in FALLBACK:
-        return cpu_fallback(func, lambda a: cv2.resize(a, (dw, dh), interpolation=interpolation),
+        # OpenCV's own arguments: with dsize (0, 0) its scale is 1/fx, not the rounded size's
+        by_scale = dsize is None or (int(dsize[0]), int(dsize[1])) == (0, 0)
+        return cpu_fallback(func, lambda a: cv2.resize(a, (0, 0), fx=fx, fy=fy, interpolation=interpolation)
+                            if by_scale else cv2.resize(a, (dw, dh), interpolation=interpolation),
                             [m], dst, stream, why=f"interpolation {interpolation} is not fused yet")
     raise cv_error(func, f"unknown interpolation {interpolation}: expected one of cv2.INTER_NEAREST, "
                          "INTER_LINEAR, INTER_CUBIC, INTER_AREA, INTER_LANCZOS4", StsBadArg)
