@@ -133,3 +133,22 @@ def test_what_lazycv_does_not_provide_raises_instead_of_aborting(name, args):
         pytest.skip(f"this OpenCV has no cv2.cuda.{name}")
     with pytest.raises(cv2.error, match=name):
         getattr(cv2.cuda, name)(*args)
+
+
+def test_hostmem_methods():
+    h = cv2.cuda_HostMem(3, 4, cv2.CV_8UC3)
+    h.createMatHeader()[:] = 7
+    c = h.clone()
+    assert c.size() == (4, 3) and c.type() == cv2.CV_8UC3 and (c.createMatHeader() == 7).all()
+    c.createMatHeader()[:] = 1
+    assert (h.createMatHeader() == 7).all()                 # a clone owns its memory
+    assert h.elemSize1() == 1 and h.step1() == 12
+    r = h.reshape(1)
+    assert r.size() == (12, 3) and r.channels() == 1
+    r.createMatHeader()[0, 0] = 9                             # a reshape shares it
+    assert h.createMatHeader()[0, 0, 0] == 9
+    other = cv2.cuda_HostMem(2, 2, cv2.CV_32FC1)
+    h.swap(other)
+    assert h.size() == (2, 2) and other.size() == (4, 3)
+    h.create(5, 6, cv2.CV_16UC1)
+    assert h.size() == (6, 5) and h.type() == cv2.CV_16UC1

@@ -1,7 +1,5 @@
 """Device queries: with lazycv every backend presents a CUDA device, so code that checks
 ``getCudaEnabledDeviceCount()`` takes its CUDA path (the CPU backend is one virtual device)."""
-import numpy as np
-
 from .. import runtime
 from .._types import split_type
 from ..errors import StsBadArg, StsNotImplemented, StsOutOfRange, cv_error
@@ -90,17 +88,6 @@ def ensureSizeIsEnough(rows, cols, type, arr=None, exact=False):
         return GpuMat(rows, cols, int(type))
     arr.create(rows, cols, int(type))
     return arr
-
-
-def registerPageLocked(m):
-    """OpenCV pins ``m`` for faster copies; lazycv stages host copies through its own pinned
-    buffers, so there is nothing to do (a numpy array is still required)."""
-    if not isinstance(m, np.ndarray):
-        raise cv_error("registerPageLocked", f"m must be a numpy array, got {m.__class__.__name__}", StsBadArg)
-
-
-def unregisterPageLocked(m):
-    registerPageLocked(m)
 
 
 def setBufferPoolUsage(on):
@@ -198,8 +185,7 @@ def unsupported(name):
 
 API = {f.__name__: f for f in (getCudaEnabledDeviceCount, getDevice, setDevice, resetDevice,
                                printShortCudaDeviceInfo, printCudaDeviceInfo, createContinuous,
-                               ensureSizeIsEnough, registerPageLocked, unregisterPageLocked,
-                               setBufferPoolUsage, setBufferPoolConfig)}
+                               ensureSizeIsEnough, setBufferPoolUsage, setBufferPoolConfig)}
 API["DeviceInfo"] = DeviceInfo
 # what a CPU-only OpenCV's cv2.cuda would abort on (install() replaces it only without CUDA)
 ABORTING = ("wrapStream", "BufferPool", "fastNlMeansDenoising", "fastNlMeansDenoisingColored",

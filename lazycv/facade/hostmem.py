@@ -104,6 +104,41 @@ class HostMem:
     def isContinuous(self):
         return True
 
+    def elemSize1(self):
+        return self._live("elemSize1").itemsize
+
+    def step1(self):
+        return 0 if self.empty() else self._arr.strides[0] // self._arr.itemsize
+
+    def create(self, *args):
+        """create(rows, cols, type) / create(size, type): new memory unless it already fits."""
+        other = HostMem(*args, alloc_type=self.alloc_type)
+        if not self.empty() and (self.size(), self.type()) == (other.size(), other.type()):
+            return
+        self._arr, self._released = other._arr, False
+
+    def clone(self):
+        return HostMem(self._live("clone"), alloc_type=self.alloc_type)
+
+    def reshape(self, cn, rows=0):
+        """The same memory seen with another channel count (and row count)."""
+        a = self._live("reshape")
+        cn = cn or (1 if a.ndim == 2 else a.shape[2])
+        total = a.size
+        rows = rows or a.shape[0]
+        if total % (rows * cn):
+            raise cv_error("HostMem::reshape", f"{total} elements cannot be seen as {rows} rows of "
+                                               f"{cn}-channel pixels", StsBadArg)
+        out = HostMem(alloc_type=self.alloc_type)
+        cols = total // (rows * cn)
+        out._arr = a.reshape((rows, cols) if cn == 1 else (rows, cols, cn))
+        return out
+
+    def swap(self, other):
+        self._arr, other._arr = other._arr, self._arr
+        self._released, other._released = other._released, self._released
+        self.alloc_type, other.alloc_type = other.alloc_type, self.alloc_type
+
     def release(self):
         self._arr = None
         self._released = True
