@@ -98,7 +98,7 @@ def materialize(*mats):
                 stack.extend(reversed(m))
             else:
                 flat.append(m)
-        pend = [m for m in flat if isinstance(m, GpuMat) and m._node is not None]
+        pend = _runtime.pending_for([m for m in flat if isinstance(m, GpuMat)])
         if pend:
             _runtime.flush(pend)
     return mats[0] if len(mats) == 1 else mats
@@ -134,11 +134,13 @@ def explain(*mats, format="text"):
                 todo[:0] = list(m)
             else:
                 flat.append(m)
-        pend = [m for m in flat if m._node is not None]
+        pend = _runtime.pending_for(flat)
+        index = {id(m): i for i, m in enumerate(flat)}
         values, names = [], {}
-        for i, m in enumerate(flat):
-            if m._node is not None and id(m._node) not in names:
-                names[id(m._node)] = f"result {i}"
+        for m in pend:
+            if id(m._node) not in names:
+                i = index.get(id(m))
+                names[id(m._node)] = f"result {i}" if i is not None else "a write into a result's memory"
                 values.append(m._node)
         kernels = planner.plan(values, _STATE.fuse) if pend else []
         if format == "dot":

@@ -108,9 +108,13 @@ def backend():
 
 def export(alloc):
     """``alloc``'s address is handed out: never rename or recycle its buffer from now on, and
-    read or write it eagerly (foreign code may change or read it at any moment)."""
+    read or write it eagerly (foreign code may change or read it at any moment) — so pending
+    work that reads it runs now, before foreign code can write it."""
     alloc.constant = None
     if not alloc.exported:
+        readers = readers_of(alloc.buf)
+        if readers:
+            flush(readers)
         alloc.exported = True
         pool = getattr(STATE.backend, "buffers", None)
         if pool is not None:
@@ -209,6 +213,18 @@ def writers_of(alloc, exclude=None):
     alloc.writers = keep
     if not keep:
         STATE.written.discard(alloc)
+    return out
+
+
+def pending_for(mats):
+    """The pending GpuMats whose computation gives ``mats`` their data: their own pending
+    results, and the pending writes into their memory (through views, also gone ones)."""
+    out, seen = [], set()
+    for m in mats:
+        for w in ([m] if m._node is not None else []) + (writers_of(m._alloc) if m._alloc is not None else []):
+            if id(w) not in seen:
+                seen.add(id(w))
+                out.append(w)
     return out
 
 

@@ -8,6 +8,8 @@ import cv2
 import numpy as np
 import pytest
 
+import lazycv
+
 from .conftest import BACKEND, DEPTHS, assert_close, rand_image, upload
 
 pytestmark = pytest.mark.skipif(BACKEND != "cpu", reason="host-memory interop is the CPU backend's")
@@ -323,3 +325,54 @@ def test_locate_and_adjust_roi_on_pitched_memory(rng):
     sub.adjustROI(0, 0, 0, 5)                                 # only 0 more columns exist
     assert sub.size() == (2, 2)
     np.testing.assert_array_equal(sub.download(), img[1:3, 4:6])
+
+
+@pytest.mark.parametrize("share", ["cudaPtr", "asarray"])
+def test_sharing_memory_runs_the_pending_work_that_reads_it_first(rng, share):
+    """Eager OpenCV computed p from the old data: a write through memory handed out after the
+    call must not reach p."""
+    a = rand_image(rng, 3, 4, 1, np.uint8)
+    g = upload(a)
+    p = cv2.cuda.add(g, 1)
+    if share == "cudaPtr":
+        cv2.cuda.createGpuMatFromCudaMemory(3, 4, cv2.CV_8UC1, g.cudaPtr()).setTo(0)
+    else:
+        np.asarray(g)[:] = 0
+    np.testing.assert_array_equal(p.download(), cv2.add(a, 1))
+
+
+def test_materialize_and_explain_see_writes_through_gone_views(rng):
+    a = rand_image(rng, 3, 4, 1, np.uint8)
+    canvas = cv2.cuda_GpuMat(3, 8, cv2.CV_8UC1, 0)
+    cv2.cuda.add(upload(a), 1, dst=cv2.cuda_GpuMat(canvas, (0, 0, 4, 3)))
+    assert lazycv.explain(canvas).startswith("lazycv plan: 1 kernel")
+    lazycv.reset_stats()
+    lazycv.materialize(canvas)
+    assert lazycv.stats()["kernels_launched"] == 1
+    canvas.download()
+    assert lazycv.stats()["kernels_launched"] == 1
+
+
+def test_hostmem_in_and_out_and_unknown_constructor_arguments(rng):
+    a = rand_image(rng, 3, 4, 1, np.uint8)
+    np.testing.assert_array_equal(cv2.cuda_GpuMat(cv2.cuda_HostMem(a)).download(), a)
+    out = cv2.cuda_HostMem(3, 4, cv2.CV_8UC1)
+    s = cv2.cuda.Stream()
+    upload(a).download(s, out)
+    s.waitForCompletion()
+    np.testing.assert_array_equal(out.createMatHeader(), a)
+    assert cv2.cuda_HostMem(cv2.cuda.HostMem_PAGE_LOCKED).empty()
+    with pytest.raises(cv2.error, match="GpuMat"):
+        cv2.cuda_GpuMat("junk")
+
+
+def test_keyword_pointer_wrapping_and_untimed_events():
+    h = np.zeros((3, 4), np.uint8)
+    g = cv2.cuda.createGpuMatFromCudaMemory(size=(4, 3), type=cv2.CV_8UC1, cudaMemoryAddress=h.ctypes.data)
+    g.setTo(5)
+    assert (h == 5).all()
+    e1, e2 = cv2.cuda.Event(cv2.cuda.Event_DISABLE_TIMING), cv2.cuda.Event(cv2.cuda.Event_DISABLE_TIMING)
+    e1.record()
+    e2.record()
+    with pytest.raises(cv2.error, match="elapsedTime"):
+        cv2.cuda.Event.elapsedTime(e1, e2)

@@ -52,6 +52,8 @@ def device_description(device=0):
 def createGpuMatFromCudaMemory(*args, **kw):
     """(rows, cols, type, cudaMemoryAddress[, step]) or (size, type, cudaMemoryAddress[, step])."""
     from .interop import from_pointer
+    if "size" in kw:
+        args = (kw.pop("size"),) + tuple(args)
     if args and isinstance(args[0], (tuple, list)):
         (cols, rows), args = args[0], args[1:]
     else:

@@ -109,11 +109,16 @@ class GpuMat:
         kw = dict(kw)
         kw.pop("allocator", None)
         args = list(args)
-        if args and not isinstance(args[-1], (int, np.integer, float, tuple, list, np.ndarray, GpuMat)) \
-                and args[-1] is not None and not hasattr(args[-1], "__cuda_array_interface__"):
+        if args and type(args[-1]).__name__.endswith("Allocator"):
             args.pop()                                   # a trailing allocator object
         m = kw.pop("m", None)
         arr = kw.pop("arr", None)
+        if arr is None and args and hasattr(args[0], "createMatHeader") and not isinstance(args[0], GpuMat):
+            args[0] = args[0].createMatHeader()          # a HostMem: its memory, as upload takes it
+        for a in args:
+            if not isinstance(a, (int, np.integer, float, np.floating, tuple, list, np.ndarray, GpuMat)) \
+                    and not hasattr(a, "__cuda_array_interface__"):
+                raise cv_error("GpuMat", f"unexpected argument of type {type(a).__name__}", StsBadArg)
         if m is None and args and isinstance(args[0], GpuMat):
             m = args.pop(0)
         if m is not None:
@@ -468,6 +473,8 @@ class GpuMat:
         """Copy this GpuMat to a host array (materialising pending work first)."""
         if _is_stream(dst):
             dst, stream = stream, dst              # download(stream[, dst]), OpenCV's other order
+        if hasattr(dst, "createMatHeader"):
+            dst = dst.createMatHeader()            # a HostMem: into its memory
         with STATE.lock:
             check(not self.empty(), "GpuMat::download", "the GpuMat is empty", StsBadArg)
             _check_stream("GpuMat::download", stream)

@@ -29,6 +29,8 @@ class HostMem:
         self._arr = None
         self._released = False
         args = list(args)
+        if len(args) == 1 and isinstance(args[0], (int, np.integer)):
+            self.alloc_type = int(args.pop())            # HostMem(alloc_type)
         arr = kw.pop("arr", None)
         if arr is None and args and isinstance(args[0], np.ndarray):
             arr = args.pop(0)

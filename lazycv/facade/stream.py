@@ -92,4 +92,7 @@ class Event:
         """Milliseconds between two recorded events."""
         if start._time is None or end._time is None:
             raise cv_error("Event::elapsedTime", "both events must be recorded", StsBadArg)
+        if (start._flags | end._flags) & Event.DISABLE_TIMING:
+            raise cv_error("Event::elapsedTime", "an event made with Event_DISABLE_TIMING has no time "
+                                                 "(as CUDA's cudaEventElapsedTime)", StsBadArg)
         return (end._time - start._time) * 1000.0
