@@ -173,7 +173,14 @@ class Crop(Step):
 
     def apply(self, m, stream=None):
         rect = self.rect(*m.size()) if callable(self.rect) else self.rect
-        return _gpumat()(m, tuple(int(v) for v in rect))
+        try:
+            rect = tuple(int(v) for v in rect)
+        except (TypeError, ValueError):
+            raise cv_error("lazycv::crop", f"the rect function must return (x, y, width, height), got {rect!r}",
+                           StsBadArg) from None
+        if len(rect) != 4:
+            raise cv_error("lazycv::crop", f"a rect is (x, y, width, height), got {rect!r}", StsBadArg)
+        return _gpumat()(m, rect)
 
     def _args(self):
         return getattr(self.rect, "__name__", "fn") if callable(self.rect) else _fmt(self.rect)
@@ -206,7 +213,8 @@ class CvtColor(Step):
     name = "cvt_color"
 
     def __init__(self, code, dcn=0):
-        self.code, self.dcn = int(code), int(dcn)
+        self.code = _number("lazycv::cvt_color", code, "code", int)
+        self.dcn = _number("lazycv::cvt_color", dcn, "dcn", int)
 
     def apply(self, m, stream=None):
         from .ops.color import cvtColor
@@ -236,7 +244,8 @@ class Convert(Step):
 
     def __init__(self, dtype, alpha=1.0, beta=0.0):
         self.depth = _depth("lazycv::convert", dtype)
-        self.alpha, self.beta = float(alpha), float(beta)
+        self.alpha = _number("lazycv::convert", alpha, "alpha")
+        self.beta = _number("lazycv::convert", beta, "beta")
 
     def apply(self, m, stream=None):
         return m.convertTo(self.depth, alpha=self.alpha, beta=self.beta, stream=stream)
@@ -250,13 +259,23 @@ class Convert(Step):
         return ", ".join(a)
 
 
+def _number(func, v, name, kind=float):
+    """``kind(v)``, or a cv2.error naming the step and the argument."""
+    try:
+        return kind(v)
+    except (TypeError, ValueError):
+        raise cv_error(func, f"{name} must be a number, got {v!r}", StsBadArg) from None
+
+
 def _scalar(func, v, name):
     if isinstance(v, numbers.Real) and not isinstance(v, bool):
         return float(v)
     try:
-        t = tuple(float(e) for e in np.asarray(v, dtype=np.float64).ravel())
+        t = tuple(float(e) for e in np.asarray(v, dtype=np.float64).ravel()) if v is not None else ()
     except Exception:
         t = ()
+    if any(e != e for e in t):
+        t = ()                                   # NaN: no per-channel value
     if not 1 <= len(t) <= 4:
         raise cv_error(func, f"{name} must be a number or 1 to 4 numbers (one per channel), got {v!r}", StsBadArg)
     return t[0] if len(t) == 1 else t
@@ -462,8 +481,8 @@ class Pipeline:
             if m._node is not None:
                 return None                      # a pending input: recorded with the rest
             v = m._value("lazycv::compose", "input")
-            if STATE.any_shared and is_shared(v):
-                return None
+            if not v.is_source or (STATE.any_shared and is_shared(v)):
+                return None                      # (a constant image is a node, not memory)
             values.append(v)
         # the tables hold each item's sizes: a batch of other sizes (new ROIs) is another program
         key = (batch_key(values), STATE.resize_mapping, STATE.backend_name, STATE.fuse)

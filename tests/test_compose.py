@@ -247,3 +247,26 @@ def test_templates_follow_the_input_size_and_a_callable_crop_runs_per_item(rng):
     assert len(calls) == 3
     for k, g in zip((1, 2, 0), got):
         np.testing.assert_array_equal(g, a[k:k + h - 3, k:k + w - 3])
+
+
+def test_a_setto_filled_input_then_a_batch(rng):
+    """A constant image (setTo) is read as values, not memory: the batch takes the general path."""
+    h = cv2.cuda_GpuMat()
+    h.upload(np.full((30, 40, 3), 7, np.uint8))
+    h.setTo((1, 2, 3))
+    q = lazycv.compose(lazycv.resize((16, 12)), lazycv.write())
+    np.testing.assert_array_equal(q(h)[0, 0], (1, 2, 3))
+    np.testing.assert_array_equal(q([h])[0][0, 0], (1, 2, 3))
+    np.testing.assert_array_equal(q([h, h])[1][5, 5], (1, 2, 3))
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: lazycv.compose(lazycv.crop(lambda w, h: None), lazycv.write())(f),
+    lambda f: lazycv.cvt_color("x"),
+    lambda f: lazycv.convert(np.float32, "a"),
+    lambda f: lazycv.normalize(None, None),
+    lambda f: lazycv.normalize((0.5, float("nan")), 1.0),
+], ids=["crop-returns-none", "cvt_color-code", "convert-alpha", "normalize-none", "normalize-nan"])
+def test_bad_step_arguments_raise_cv2_errors(make):
+    with pytest.raises(cv2.error, match="lazycv::"):
+        make(np.zeros((20, 30, 3), np.uint8))

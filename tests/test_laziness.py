@@ -396,3 +396,16 @@ def test_download_takes_the_stream_first(rng):
     st.waitForCompletion()
     assert got is out
     np.testing.assert_array_equal(out, a)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("interpolation", [cv2.INTER_LINEAR, cv2.INTER_NEAREST])
+def test_an_in_place_write_is_not_applied_twice_by_a_gathering_consumer(rng, interpolation):
+    """add(g, 1, dst=g) then resize(g): the resize must read g after one add (it recomputed the
+    add from memory the add had already overwritten)."""
+    a = rand_image(rng, 4, 6, 1, np.uint8) // 2
+    g = upload(a)
+    cv2.cuda.add(g, 1, dst=g)
+    got = cv2.cuda.resize(g, (3, 2), interpolation=interpolation).download()
+    assert_close(got, cv2.resize(a + 1, (3, 2), interpolation=interpolation), 0)
+    assert_close(g.download(), a + 1, 0)

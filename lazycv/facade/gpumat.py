@@ -8,7 +8,7 @@ import numpy as np
 from .. import runtime
 from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, make_type, split_type, type_name
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
-from ..ir import Allocation, Node, PendingWrite, Source
+from ..ir import Allocation, Node, PendingWrite, Source, source_bufs
 from ..ops.convert import convert_to
 from ..ops.core import copy_to, crop_node, set_to
 from ..runtime import STATE
@@ -279,7 +279,11 @@ class GpuMat:
     def _value(self, func="", name="src"):
         """This mat as an input of a new node: its pending node, or a snapshot of its memory."""
         if self._node is not None:
-            return self._node
+            if self._alloc is None or id(self._alloc.buf) not in source_bufs([self._node]):
+                return self._node
+            # an in-place write (add(g, 1, dst=g)) is computed before anything reads it: a
+            # consumer in another kernel would recompute it from memory it has overwritten
+            runtime.flush([self])
         if self._alloc is None:
             raise cv_error(func, f"{name} is empty", StsBadArg)
         if self._alloc.writers:
