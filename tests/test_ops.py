@@ -346,3 +346,14 @@ def test_convertto_rounds_once_as_opencv(rng):
         alpha = (hi - lo) * (1.0 / 255.0)
         got = upload(a).convertTo(cv2.CV_8U, alpha=alpha, beta=lo).download()
         assert_close(got, ref, 0, what=f"range {lo}..{hi}")
+
+
+@pytest.mark.parametrize("name", ["addWithScalar", "subtractWithScalar", "multiplyWithScalar",
+                                  "divideWithScalar", "absdiffWithScalar", "minWithScalar", "maxWithScalar"])
+def test_every_with_scalar_form(rng, name):
+    a = rand_image(rng, 3, 5, 3, np.uint8)
+    s = (10.0, 200.0, 3.0)
+    ref = getattr(cv2, name[:-len("WithScalar")])(a, s + (0.0,))
+    assert_close(getattr(cv2.cuda, name)(upload(a), s).download(), ref, 0)
+    with pytest.raises(cv2.error, match=name):
+        getattr(cv2.cuda, name)(upload(a), upload(a))

@@ -213,6 +213,8 @@ subtractWithScalar = _with_scalar("subtractWithScalar", subtract)
 multiplyWithScalar = _with_scalar("multiplyWithScalar", multiply)
 divideWithScalar = _with_scalar("divideWithScalar", divide)
 absdiffWithScalar = _with_scalar("absdiffWithScalar", absdiff)
+minWithScalar = _with_scalar("minWithScalar", min_)
+maxWithScalar = _with_scalar("maxWithScalar", max_)
 
 
 REFERENCE = {"add": cv2.add, "subtract": cv2.subtract, "multiply": cv2.multiply, "divide": cv2.divide,
