@@ -23,10 +23,10 @@ class Allocation:
     allocation is overwritten while lazy readers still need the old contents ("rename"), unless
     its address was handed out (``exported``): foreign code may hold the pointer.
 
-    ``constant`` is ``(buf, y0, x0, fill node)`` while a region of ``buf`` holds what a fill
-    (``setTo``) last wrote there and nothing has written the allocation since
-    (runtime.before_write and runtime.export forget it): a read of that region can take the
-    values instead of loading the memory.
+    ``constant`` is ``(buf, y0, x0, fill node, the last node read for it)`` while a region of
+    ``buf`` holds what a fill (``setTo``) last wrote there and nothing has written the allocation
+    since (runtime.before_write and runtime.export forget it): a read of that region can take
+    the values instead of loading the memory (GpuMat._constant).
     """
     __slots__ = ("buf", "exported", "writers", "foreign", "cols", "constant", "__weakref__")
 

@@ -262,15 +262,14 @@ def flush(requested=()):
     """
     with STATE.lock:
         rec = ir.new_recording()
+        # a view of a pending result lives in its parent's memory: the parent is computed
+        requested = [_owner(m) for m in requested]
         mats, have = [], set()
-        for m in live_pending() + list(requested):
-            if m._parent is not None and m._node is not None:
-                m = m._parent[0]       # a view of a pending result lives in its parent's memory
+        for m in live_pending() + requested:
+            m = _owner(m)
             if m._node is not None and id(m) not in have:
                 mats.append(m)
                 have.add(id(m))
-        requested = [m._parent[0] if m._parent is not None and m._node is not None else m
-                     for m in requested]
         count_recorded()
         STATE.since_flush = STATE.counted = 0
         if not mats:
@@ -325,6 +324,14 @@ def flush(requested=()):
                 *phases[0][0][0][0], entry, sinks, replay.sinks) or False
 
 
+def _owner(m):
+    """The GpuMat whose computation gives ``m`` its data: a view of a pending result's parent."""
+    return m._parent[0] if m._parent is not None and m._node is not None else m
+
+
+SURELY_FITS = 1 << 26      # elements (at most 512 MB): callers check only outputs past this
+
+
 def check_fits(func, rows, cols, depth, cn):
     """An output larger than the device's memory fails at the call, as OpenCV's allocation would
     (a lazy result would otherwise fail at some later, unrelated flush)."""
@@ -335,14 +342,19 @@ def check_fits(func, rows, cols, depth, cn):
 
 
 def device_memory():
-    """Bytes of memory the backend's device has (the host's for the CPU backend)."""
+    """Bytes of memory the backend's device has (the host's for the CPU backend), once."""
     if STATE.device_bytes is None:
-        be = backend()
-        if STATE.backend_name == "cuda":
-            STATE.device_bytes = be.cuda.current_context().get_memory_info()[1]
-        else:
-            STATE.device_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        STATE.device_bytes = memory_info()[1]
     return STATE.device_bytes
+
+
+def memory_info():
+    """(free, total) bytes of the current device (of the host for the CPU backend)."""
+    be = backend()
+    if STATE.backend_name == "cuda":
+        return tuple(be.cuda.current_context().get_memory_info())
+    page = os.sysconf("SC_PAGE_SIZE")
+    return page * os.sysconf("SC_AVPHYS_PAGES"), page * os.sysconf("SC_PHYS_PAGES")
 
 
 def _let_go_of_history():

@@ -628,8 +628,6 @@ def _flatten_array(devary):
     return flat
 
 
-
-
 def _interleaved(lines, px):
     """``px`` pixels of a thread as straight-line code: each assignment (a load, a step of the
     math) for every pixel in turn, names suffixed per pixel, then every pixel's stores, each
@@ -663,4 +661,3 @@ def _interleaved(lines, px):
         tail.append(f"if _xr{k} < W:")
         tail += ["    " + rename(ln, k) for ln in stores]
     return out + tail
-

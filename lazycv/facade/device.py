@@ -1,5 +1,7 @@
 """Device queries: with lazycv every backend presents a CUDA device, so code that checks
 ``getCudaEnabledDeviceCount()`` takes its CUDA path (the CPU backend is one virtual device)."""
+import os
+
 from .. import runtime
 from .._types import split_type
 from ..errors import StsBadArg, StsNotImplemented, StsOutOfRange, cv_error
@@ -44,9 +46,12 @@ def printCudaDeviceInfo(device):
 def device_description(device=0):
     be = runtime.backend()
     if STATE.backend_name == "cuda":
-        d = be.cuda.get_current_device()
-        return f"Device {device}: \"{d.name.decode() if isinstance(d.name, bytes) else d.name}\" (lazycv cuda backend)"
+        return f"Device {device}: \"{_device_name(be.cuda.get_current_device())}\" (lazycv cuda backend)"
     return f"Device {device}: \"lazycv {STATE.backend_name} backend\" (virtual CUDA device)"
+
+
+def _device_name(dev):
+    return dev.name.decode() if isinstance(dev.name, bytes) else dev.name
 
 
 def createGpuMatFromCudaMemory(*args, **kw):
@@ -109,21 +114,20 @@ class DeviceInfo:
         if not 0 <= self._id < n:
             raise cv_error("DeviceInfo", f"device {self._id} is out of range [0, {n})", StsOutOfRange)
 
-    def _device(self):
-        if STATE.backend_name == "cuda":
-            return runtime.backend().cuda.gpus[self._id]
-        return None
+    def _ask(self, on_host, on_device):
+        """``on_device(numba-cuda's device object)`` with this device current on the cuda
+        backend; ``on_host()`` elsewhere (the CPU backend is one virtual device: the host)."""
+        if STATE.backend_name != "cuda":
+            return on_host()
+        cuda = runtime.backend().cuda
+        with cuda.gpus[self._id]:
+            return on_device(cuda.get_current_device())
 
     def deviceID(self):
         return self._id
 
     def name(self):
-        d = self._device()
-        if d is None:
-            return f"lazycv {STATE.backend_name} backend"
-        with d:
-            n = runtime.backend().cuda.get_current_device().name
-        return n.decode() if isinstance(n, bytes) else n
+        return self._ask(lambda: f"lazycv {STATE.backend_name} backend", _device_name)
 
     def majorVersion(self):
         return self._capability()[0]
@@ -132,19 +136,11 @@ class DeviceInfo:
         return self._capability()[1]
 
     def _capability(self):
-        d = self._device()
-        if d is None:
-            return (9, 0)                  # the CPU backend runs everything a CUDA device would
-        with d:
-            return tuple(runtime.backend().cuda.get_current_device().compute_capability)
+        # (the CPU backend runs everything a CUDA device would)
+        return self._ask(lambda: (9, 0), lambda dev: tuple(dev.compute_capability))
 
     def multiProcessorCount(self):
-        d = self._device()
-        if d is None:
-            import os
-            return os.cpu_count() or 1
-        with d:
-            return runtime.backend().cuda.get_current_device().MULTIPROCESSOR_COUNT
+        return self._ask(lambda: os.cpu_count() or 1, lambda dev: dev.MULTIPROCESSOR_COUNT)
 
     def totalMemory(self):
         return self._memory()[1]
@@ -154,13 +150,7 @@ class DeviceInfo:
 
     def _memory(self):
         """(free, total) bytes: the device's, or the host's for the CPU backend."""
-        d = self._device()
-        if d is None:
-            import os
-            page = os.sysconf("SC_PAGE_SIZE")
-            return page * os.sysconf("SC_AVPHYS_PAGES"), page * os.sysconf("SC_PHYS_PAGES")
-        with d:
-            return tuple(runtime.backend().cuda.current_context().get_memory_info())
+        return self._ask(runtime.memory_info, lambda _: runtime.memory_info())
 
     def isCompatible(self):
         return True

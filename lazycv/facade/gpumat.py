@@ -8,6 +8,7 @@ import numpy as np
 from .. import runtime
 from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, make_type, split_type, type_name
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
+from .. import ir
 from ..ir import Allocation, Node, PendingWrite, Source, source_bufs
 from ..ops.convert import convert_to
 from ..ops.core import copy_to, crop_node, set_to
@@ -248,7 +249,7 @@ class GpuMat:
         if alloc.writers:                                    # this write is done
             alloc.writers = [w for w in alloc.writers if w.node is not n]
         if n is not None and n.op.name == "fill" and not alloc.exported:
-            alloc.constant = (alloc.buf, y0, x0, n)          # see _constant
+            alloc.constant = (alloc.buf, y0, x0, n, None)    # see _constant
         self._alloc, self._y0, self._x0 = alloc, y0, x0
         self._node = None
         self._src = None
@@ -303,12 +304,17 @@ class GpuMat:
         nothing written since: Allocation.constant), else None. Read as values, a constant
         image (a std GpuMat) costs a kernel no loads."""
         a = self._alloc
-        buf, y0, x0, n = a.constant
+        buf, y0, x0, n, last = a.constant
         if buf is not a.buf or a.exported or (n.depth, n.cn) != (self._depth, self._cn) or \
                 not (y0 <= self._y0 and self._y0 + self._rows <= y0 + n.rows and
                      x0 <= self._x0 and self._x0 + self._cols <= x0 + n.cols):
             return None
-        return Node(n.op, (), n.static, n.dyn, self._rows, self._cols, n.depth, n.cn)
+        if last is not None and last.rgen == ir.RECORDING.gen and last.result is None and \
+                (last.rows, last.cols) == (self._rows, self._cols):
+            return last                  # one node a recording (64 frames dividing by one std)
+        c = Node(n.op, (), n.static, n.dyn, self._rows, self._cols, n.depth, n.cn)
+        a.constant = (buf, y0, x0, n, c)
+        return c
 
     def _prepare_write(self, whole_region=True):
         """Before this mat's memory is overwritten: give it memory and honour memory order."""
@@ -486,15 +492,15 @@ class GpuMat:
             shape = (self._rows, self._cols) if self._cn == 1 else (self._rows, self._cols, self._cn)
             dt = DEPTH_DTYPE[self._depth]
             into = None                    # a region of a bigger host image: written through
-            if isinstance(dst, np.ndarray) and dst.shape == shape and dst.dtype == dt and \
-                    not dst.flags.c_contiguous:
+            fits = isinstance(dst, np.ndarray) and dst.shape == shape and dst.dtype == dt
+            if fits:
                 check(dst.flags.writeable, "GpuMat::download", "dst is read-only", StsBadArg)
-                into, dst, stream = dst, None, None
-            if not (isinstance(dst, np.ndarray) and dst.shape == shape and dst.dtype == dt):
+                if not dst.flags.c_contiguous:
+                    into, fits, stream = dst, False, None
+            if not fits:
                 # a synchronous download may reuse warm memory (an asynchronous copy could
                 # still be writing into storage that its dropped array gave back)
                 dst = STATE.host_arrays.alloc(shape, dt) if stream is None else np.empty(shape, dt)
-            check(dst.flags.writeable, "GpuMat::download", "dst is read-only", StsBadArg)
             device_to_host(self._alloc.buf, self._y0, self._x0 * self._cn, self._rows,
                            self._cols * self._cn, dst.reshape(self._rows, self._cols * self._cn), stream)
             if into is not None:

@@ -126,7 +126,8 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
     func = "resize"
     m = src_mat(func, src)
     dw, dh, scale_x, scale_y = output_size(func, m._cols, m._rows, dsize, fx, fy)
-    runtime.check_fits(func, dh, dw, m._depth, m._cn)
+    if dw * dh * m._cn > runtime.SURELY_FITS:                 # (recording is the hot path)
+        runtime.check_fits(func, dh, dw, m._depth, m._cn)
     interpolation = int(interpolation)
     if interpolation in FUSED:
         mapping = "cuda" if (STATE.resize_mapping == "opencv-cuda" and interpolation == cv2.INTER_LINEAR) \
