@@ -171,6 +171,9 @@ def main(argv=None):
     ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel")
     ap.add_argument("--no-eager", action="store_true", help="skip lazycv fuse=False")
     ap.add_argument("--compose", action="store_true", help="add W1 as one lazycv.compose call per batch")
+    ap.add_argument("--inner", type=int, default=0,
+                    help="back-to-back calls between syncs (default max(16, 256 // batch); runs "
+                         "before 2026-12-01's run 43 used max(4, 64 // batch))")
     ap.add_argument("--launch-modes", default="driver",
                     help="CUDA launch paths to compare for lazycv fused: driver,packed,overload,dispatcher")
     args = ap.parse_args(argv)
@@ -180,7 +183,9 @@ def main(argv=None):
     for B in [int(b) for b in args.batches.split(",")]:
         frames = peers.make_frames(B, seed=B)
         ref = peers.reference_w1(frames)
-        inner = max(4, 64 // B)          # back to back: at least 4 calls between syncs
+        # back to back: a sync every `inner` calls; the first call's host time before the
+        # device starts is paid once a sync, so few calls between syncs charge it to every call
+        inner = args.inner or max(16, 256 // B)
         contestants = []
         for mode in [m for m in args.launch_modes.split(",") if m]:
             name = "lazycv fused" if mode == "driver" else f"lazycv fused ({mode})"

@@ -178,6 +178,19 @@ def test_float_division_by_a_constant_is_opencvs(rng, divisor, by):
     np.testing.assert_array_equal(got, ref)
 
 
+@pytest.mark.sim
+@pytest.mark.parametrize("name", ["multiply", "divide"])
+@pytest.mark.parametrize("depth,dtype", [(cv2.CV_32F, -1), (cv2.CV_8U, cv2.CV_32F), (cv2.CV_8U, -1)])
+def test_scaled_scalar_product_and_quotient(rng, name, depth, dtype):
+    """A scalar and a scale: a float32 result may round as OpenCV's CUDA module does (float
+    math, within SPEC's 1e-5 of CPU OpenCV's double); an integer result is CPU's exactly."""
+    a = rand_image(rng, 3, 6, 3, DEPTHS[depth])
+    s = (0.229, 0.224, 0.225)
+    got = getattr(cv2.cuda, name)(upload(a), s, scale=0.37, dtype=dtype).download()
+    ref = _ref(name, a, s + (0.0,), scale=0.37, dtype=dtype)
+    assert_close(got, ref, 0 if dtype == -1 and depth != cv2.CV_32F else 1e-6, rel=1e-5)
+
+
 @pytest.mark.parametrize("name", ["multiply", "divide"])
 def test_scale_and_dtype(rng, name):
     a = rand_image(rng, 6, 8, 1, np.uint8)
