@@ -116,7 +116,14 @@ class Node:
                 refs.append(v.rpos if v.rgen == gen else rec.first_seen(v))
         self.height = h
         if recording and rec.open:                    # (reading an older pending result closes it)
-            rec.add(self, (op, static, depth, cn, rows, cols, h, tuple(refs)))
+            # Recording.add, inline: this runs for every recorded call
+            objs = rec.objs
+            p = self.rpos = len(objs)
+            self.rgen = gen
+            objs.append(weakref.ref(self))
+            rec.tokens.append((op, static, depth, cn, rows, cols, h, tuple(refs)))
+            if p >= rec.LIMIT:
+                rec.close()
 
     def __repr__(self):
         return f"Node({self.op.name}{self.static} -> {self.rows}x{self.cols}x{self.cn} d{self.depth})"

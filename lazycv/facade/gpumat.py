@@ -229,7 +229,11 @@ class GpuMat:
         m._rows, m._cols, m._depth, m._cn = node.rows, node.cols, node.depth, node.cn
         m._node = node
         m._src = m._parent = m._views = m._stream = None
-        runtime.register_pending(m)
+        # runtime.register_pending, inline: this runs for every recorded call
+        STATE.pending.append(weakref.ref(m))
+        STATE.since_flush += 1
+        if STATE.since_flush > runtime.AUTO_FLUSH_OPS:
+            runtime.flush()
         return m
 
     @classmethod

@@ -17,8 +17,8 @@ import cv2
 from .._types import is_float
 from ..errors import StsBadArg, StsUnmatchedFormats, cv_error
 from .base import OpDef, round_int32, saturate
-from .common import (check_same, cuda_api, depth_arg, gpumat_cls, is_scalar_like, node, result,
-                     scalar4, src_mat)
+from .common import (broadcast_scalar, check_same, cuda_api, depth_arg, gpumat_cls, is_scalar_like,
+                     known_tuple_scalar, node, result, scalar4, src_mat)
 from .core import fill_node, mask_mat, masked
 
 _WIDE = (cv2.CV_32S, cv2.CV_64F)
@@ -108,8 +108,11 @@ def _operands(func, src1, src2):
     GpuMat = gpumat_cls()
     if type(src1) is GpuMat:                  # the common case, an image first: fewer tests
         a = src_mat(func, src1, "src1")
+        s = known_tuple_scalar(src2)
+        if s is not None:
+            return a, s, "ms"
         if type(src2) is not GpuMat and is_scalar_like(src2):
-            return a, scalar4(func, src2, "src2", broadcast=True), "ms"
+            return a, broadcast_scalar(func, src2, "src2"), "ms"
         return a, src_mat(func, src2, "src2"), "mm"
     if is_scalar_like(src1) and not is_scalar_like(src2):
         return src_mat(func, src2, "src2"), scalar4(func, src1, "src1", broadcast=True), "sm"

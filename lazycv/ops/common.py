@@ -135,6 +135,25 @@ def scalar4(func, s, name="scalar", broadcast=False):
 
 
 _PLAIN_NUMBERS = frozenset((float, int))     # (not bool: True is no scalar here)
+_TUPLE_SCALARS = {}     # a plain tuple -> its broadcast scalar4 (a loop passes one mean each frame)
+
+
+def known_tuple_scalar(s):
+    """The broadcast cv::Scalar of a tuple seen before (:func:`broadcast_scalar`), else None."""
+    if type(s) is tuple:
+        try:
+            return _TUPLE_SCALARS.get(s)
+        except TypeError:                    # an unhashable element: the caller reports it
+            return None
+    return None
+
+
+def broadcast_scalar(func, s, name):
+    """``scalar4(func, s, name, broadcast=True)``, remembered for tuples of plain numbers."""
+    got = scalar4(func, s, name, broadcast=True)
+    if type(s) is tuple and len(_TUPLE_SCALARS) < 256 and _PLAIN_NUMBERS.issuperset(map(type, s)):
+        _TUPLE_SCALARS[s] = got
+    return got
 
 
 def is_scalar_like(x):
