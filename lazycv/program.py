@@ -292,7 +292,7 @@ class SingleFlushProgram(_FlushProgramBase):
     """A replayed flush that went out as one kernel of one item (a frame at a time: W2), as
     that launch: its arguments gathered from the recorded values by position, fresh outputs,
     the results bound — no plan thawed, no layout or argument recipe walked."""
-    __slots__ = ("compiled", "rows", "cols", "recipe", "outputs", "results")
+    __slots__ = ("compiled", "rows", "cols", "recipe", "outputs", "slab", "results")
 
     @classmethod
     def capture(cls, kernel, layout, entry, sinks, at):
@@ -314,6 +314,9 @@ class SingleFlushProgram(_FlushProgramBase):
             buf = n.result.buf
             prog.outputs.append((n.rows, n.cols * n.cn, buf.dtype))
             slot_of[id(buf)] = len(prog.outputs) - 1
+        # outputs of one shape (a split's planes) come from one slab: one pool request
+        shapes = set(prog.outputs)
+        prog.slab = (len(prog.outputs),) + prog.outputs[0] if len(prog.outputs) > 1 and len(shapes) == 1 else None
         prog.results = [vals[vi] for vi, _ in layout.outputs]
         prog.binds = _binds(sinks, at, slot_of)
         prog.ops_fused = len(kernel.nodes) if len(kernel.nodes) > 1 else 0
@@ -337,7 +340,10 @@ class SingleFlushProgram(_FlushProgramBase):
         except AttributeError:           # a value is gone (None): the general path decides
             return False
         be = STATE.backend
-        bufs = [be.alloc(rows, row_elems, dtype) for rows, row_elems, dtype in self.outputs]
+        if self.slab is not None:
+            bufs = be.alloc_batch(*self.slab)[1]
+        else:
+            bufs = [be.alloc(rows, row_elems, dtype) for rows, row_elems, dtype in self.outputs]
         for buf in bufs:
             args += (buf, 0, 0)
         be.launch(self.compiled, self.rows, self.cols, tuple(args))

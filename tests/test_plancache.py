@@ -346,6 +346,29 @@ def test_a_frame_at_a_time_is_relaunched_from_its_recording(rng, monkeypatch):
     assert runs == [True, True, True]
 
 
+def test_a_frame_at_a_time_keeps_each_frames_planes_apart(rng, monkeypatch):
+    """The program's planes share one pooled slab a frame: planes kept from earlier frames
+    (their siblings dropped) keep their values through later frames, and a write into one
+    plane leaves its siblings as they were."""
+    runs = count_program_runs(monkeypatch, "SingleFlushProgram")
+    kept, g = [], cv2.cuda_GpuMat()
+    for it in range(6):
+        a = rand_image(rng, 9, 11, 3, np.uint8)
+        g.upload(a)
+        planes = chain(g, 0.5)
+        lazycv.materialize(*planes)
+        kept.append((planes[it % 3], chain_ref(a, 0.5)[it % 3]))     # the other two dropped
+        if it == 4:
+            planes[0].setTo(7.0)
+            assert_close(planes[0].download(), np.full((5, 7), 7, np.float32), what="written plane")
+            for p, ref in zip(planes[1:], chain_ref(a, 0.5)[1:]):
+                assert_close(p.download(), ref, tol=1e-5, what="sibling of a written plane")
+        del planes
+    for it, (p, ref) in enumerate(kept):
+        assert_close(p.download(), ref, tol=1e-5, what=f"kept plane of frame {it}")
+    assert runs == [True] * 4
+
+
 def test_a_replay_writing_into_user_memory_keeps_to_that_memory(rng, monkeypatch):
     runs = count_program_runs(monkeypatch, "SingleFlushProgram")
     dst = cv2.cuda_GpuMat(5, 7, cv2.CV_32FC3)

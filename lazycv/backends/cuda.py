@@ -101,7 +101,9 @@ class CudaBackend(Backend):
         self.buffers = BufferPool(lambda shape, dt: cuda.device_array(shape, dt),
                                   (lambda st: st.view(st.dtype)) if simulator else _fresh_view,
                                   int(os.environ.get("LAZYCV_POOL_MB", 4096)) << 20,
-                                  None if simulator else self._slab_items)
+                                  None if simulator else self._slab_items,
+                                  # a slab item's storage is its slab's (pin one: pin the slab)
+                                  None if simulator else _slab_or_self)
 
     def _slab_items(self, storage, n, slab):
         """The 2-D item views of a 3-D slab, built without numba's constructor: DeviceNDArray
@@ -428,6 +430,11 @@ def _fresh_view(storage):
     view.__dict__.update(storage.__dict__)
     view.__dict__.pop("_lazycv_items", None)
     return view
+
+
+def _slab_or_self(view):
+    """The object whose end returns ``view``'s storage to the pool: its slab for a slab item."""
+    return view.__dict__.get("_lazycv_slab", view)
 
 
 class _LaunchView:
