@@ -150,10 +150,16 @@ def sync():
         pass
 
 
-def wall_time(fn, repeats, inner):
-    """Median over ``repeats`` of (time for ``inner`` back-to-back calls + one sync) / inner."""
-    fn()
-    sync()
+def wall_time(fn, repeats, inner, warm_s=0.05):
+    """Median over ``repeats`` of (time for ``inner`` back-to-back calls + one sync) / inner,
+    after ``warm_s`` seconds of calls (an idle GPU clocks down; a short timed run of small
+    batches would otherwise start below full clocks)."""
+    t_end = time.perf_counter() + warm_s
+    while True:
+        fn()
+        sync()
+        if time.perf_counter() >= t_end:
+            break
     samples = []
     for _ in range(repeats):
         t0 = time.perf_counter()
