@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One device call: install the carried wheels, check the CUDA path with the test suite's small
-# cases on the real GPU, run the demo, the kernel-variant sweep, then W1 (with its peers and the compose row), W3/W4 and
-# W7 and W2. The console log goes to $OUT/log.txt, each benchmark's JSON to $OUT (the device tool
-# returns few files).
+# cases on the real GPU, run the demo, the kernel-variant sweep, then W1 (with its peers and the
+# compose row; drawn as $OUT/w1.png), W3/W4, W2, W7 and C1 (the CPU backend on this host's CPU).
+# The console log goes to $OUT/log.txt, each benchmark's JSON to $OUT (the device tool returns
+# few files).
 #   TEST_FILES=...  test files for the GPU check (default: all of tests/, -m sim selects)
-#   SKIP_TESTS=1, SKIP_VARIANTS=1, SKIP_W7=1  leave those parts out
+#   SKIP_TESTS=1, SKIP_VARIANTS=1, SKIP_W7=1, SKIP_C1=1  leave those parts out
 set -uo pipefail
 OUT="${OUT:-bench/out}"; mkdir -p "$OUT"
 LOG="$OUT/log.txt"
@@ -27,9 +28,13 @@ if [ "${SKIP_VARIANTS:-0}" != 1 ]; then
   timeout 200 python3 bench/kernel_variants.py 2>&1 | quiet
 fi
 timeout 300 python3 bench/w1.py --compose "$@" 2>&1 | quiet
+python3 bench/plot.py "$OUT/w1.json" --out "$OUT/w1.png" 2>&1 | tail -1
 timeout 300 python3 bench/w34.py --repeats 15 2>&1 | quiet
 timeout 300 python3 bench/w2.py 2>&1 | quiet
 if [ "${SKIP_W7:-0}" != 1 ]; then
   timeout 200 python3 bench/w7.py --backend cuda 2>&1 | quiet
+fi
+if [ "${SKIP_C1:-0}" != 1 ]; then
+  timeout 200 python3 bench/c1.py 2>&1 | quiet
 fi
 } 2>&1 | tee "$LOG"
