@@ -179,7 +179,8 @@ class PlanCache:
             n = m._node
             if n.rgen != gen:
                 return None
-            live.append((n.rpos, m._alloc is not None, id(m) in requested))
+            # (position, writes into its memory, asked for) as one int: cheap to hash
+            live.append(n.rpos * 4 + (m._alloc is not None) * 2 + (id(m) in requested))
         return fuse, rec.key(), tuple(live)
 
     def replay(self, key, stats):
