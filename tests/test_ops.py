@@ -191,6 +191,43 @@ def test_scaled_scalar_product_and_quotient(rng, name, depth, dtype):
     assert_close(got, ref, 0 if dtype == -1 and depth != cv2.CV_32F else 1e-6, rel=1e-5)
 
 
+@pytest.mark.sim
+@pytest.mark.parametrize("name,value,scalar,scale,depth,first", [
+    ("multiply", 1e-5, 1e39, 1.0, cv2.CV_32F, False),       # a scalar float32 cannot hold
+    ("multiply", 1e30, 1e-10, 1e10, cv2.CV_32F, False),     # scale * value alone overflows
+    ("multiply", 1e-30, 1e20, 1e-20, cv2.CV_32F, False),    # ... or underflows
+    ("multiply", 1e5, 1e-42, 1.0, cv2.CV_32F, False),       # a subnormal scalar: fewer digits
+    ("divide", 1e30, 1e39, 1.0, cv2.CV_32F, False),
+    ("divide", 1e30, 1e10, 1e10, cv2.CV_32F, False),
+    ("divide", 1e30, 1e39, 1.0, cv2.CV_32F, True),          # scalar / image
+    ("divide", 200, 1e39, 1e10, cv2.CV_8U, False),          # 8U in, CV_32F out
+    ("divide", 200, 1e20, 1e20, cv2.CV_8U, True),
+    ("divide", 3.0, 0.229, 0.0, cv2.CV_32F, False),         # a zero scale
+])
+def test_float_scalar_math_stays_within_cpu_opencvs_range(name, value, scalar, scale, depth, first):
+    """A float32 result scaled by a scalar computes in float only where float32 holds the
+    scalar with the scale folded in; elsewhere in double, as CPU OpenCV: no inf or 0 where CPU
+    OpenCV gives a finite result."""
+    a = np.full((2, 3), value, DEPTHS[depth])
+    if first:
+        got = cv2.cuda.divide((scalar,), upload(a), scale=scale, dtype=cv2.CV_32F).download()
+        ref = cv2.divide((scalar, 0, 0, 0), a, scale=scale, dtype=cv2.CV_32F)
+    else:
+        got = getattr(cv2.cuda, name)(upload(a), (scalar,), scale=scale, dtype=cv2.CV_32F).download()
+        ref = getattr(cv2, name)(a, (scalar, 0, 0, 0), scale=scale, dtype=cv2.CV_32F)
+    assert np.isfinite(ref).all()
+    assert_close(got, ref, 0, rel=1e-5)
+
+
+@pytest.mark.parametrize("order", [(0.0, -0.0, 0), (-0.0, 0.0, 0), (0, -0.0, 0.0)])
+def test_zero_scalars_keep_their_sign_whatever_came_before(order):
+    """0.0 == -0.0: a scalar remembered for one must not answer for the other."""
+    a = np.array([[1.0, -2.0, 3.0]], np.float32)
+    for z in order:
+        got = cv2.cuda.divide(upload(a), (z,)).download()
+        np.testing.assert_array_equal(got, cv2.divide(a, (z, 0, 0, 0)))
+
+
 @pytest.mark.parametrize("name", ["multiply", "divide"])
 def test_scale_and_dtype(rng, name):
     a = rand_image(rng, 6, 8, 1, np.uint8)

@@ -13,6 +13,7 @@ OpenCV's rules, which the CPU reference confirms:
 import functools
 
 import cv2
+import numpy as np
 
 from .._types import is_float
 from ..errors import StsBadArg, StsUnmatchedFormats, cv_error
@@ -126,6 +127,25 @@ def _operands(func, src1, src2):
     return a, b, "mm"
 
 
+_FLT_TINY, _FLT_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
+_INF = float("inf")
+
+
+def _float_scalars(kind, mode, scale, svals):
+    """A float32 result's scalars with ``scale`` folded in, as OpenCV's CUDA module computes it
+    (one float multiply or divide by a float scalar, no intermediate product to overflow), or
+    None where float32 would not stay within a rounding of CPU OpenCV's double math: a folded
+    value past float32's range or subnormal (fewer digits), or a zero scale."""
+    if scale == 0:
+        return None
+    vals = tuple(v * scale for v in svals) if kind == "mul" or mode == "sm" else \
+        tuple(v / scale for v in svals)
+    for v in vals:
+        if v == v and v != 0 and abs(v) != _INF and not _FLT_TINY <= abs(v) <= _FLT_MAX:
+            return None
+    return vals
+
+
 def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
     a, b, mode = _operands(func, src1, src2)
     if mode == "mm":
@@ -144,6 +164,12 @@ def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
         svals = b                           # scalar4 gave four floats
         if wt == "i":                       # OpenCV rounds the scalar to the integer work type
             svals = tuple(round_int32(v) for v in svals)
+        elif wt == "f32" and kind in ("mul", "div"):
+            folded = _float_scalars(kind, mode, float(scale), svals)
+            if folded is None:
+                wt = "f64"                  # CPU OpenCV's double math, as before
+            else:
+                svals, scaled, scale = folded, False, 1.0
     inputs = [a._value(func, "src1")] + ([b._value(func, "src2")] if mode == "mm" else [])
     return node("arith", inputs, (kind, mode, wt, scaled), (float(scale),) + svals,
                 a._rows, a._cols, out_depth, a._cn), a

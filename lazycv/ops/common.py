@@ -149,9 +149,11 @@ def known_tuple_scalar(s):
 
 
 def broadcast_scalar(func, s, name):
-    """``scalar4(func, s, name, broadcast=True)``, remembered for tuples of plain numbers."""
+    """``scalar4(func, s, name, broadcast=True)``, remembered for tuples of plain numbers
+    without a zero (``0.0 == -0.0``: a remembered ``(0.0,)`` would answer for ``(-0.0,)``)."""
     got = scalar4(func, s, name, broadcast=True)
-    if type(s) is tuple and len(_TUPLE_SCALARS) < 256 and _PLAIN_NUMBERS.issuperset(map(type, s)):
+    if type(s) is tuple and len(_TUPLE_SCALARS) < 256 and _PLAIN_NUMBERS.issuperset(map(type, s)) \
+            and 0 not in s:
         _TUPLE_SCALARS[s] = got
     return got
 
