@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import lazycv
+from lazycv._types import DEPTH_DTYPE
 from lazycv.ops import convert as convert_ops
 
 from .conftest import DEPTHS, SIM, assert_close, rand_image, upload
@@ -217,6 +218,36 @@ def test_float_scalar_math_stays_within_cpu_opencvs_range(name, value, scalar, s
         ref = getattr(cv2, name)(a, (scalar, 0, 0, 0), scale=scale, dtype=cv2.CV_32F)
     assert np.isfinite(ref).all()
     assert_close(got, ref, 0, rel=1e-5)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", ["add", "subtract"])
+@pytest.mark.parametrize("src_depth,other,dtype", [
+    (cv2.CV_32F, (7,), cv2.CV_8U),           # a scalar of whole numbers: an integer operand
+    (cv2.CV_32F, (7.5,), cv2.CV_16S),        # a fractional scalar: float math
+    (cv2.CV_64F, (-3, 2, 1), cv2.CV_16S),
+    (cv2.CV_32F, cv2.CV_8U, cv2.CV_8U),      # a float image and an integer one
+    (cv2.CV_32F, cv2.CV_16S, cv2.CV_32S),
+    (cv2.CV_32S, cv2.CV_32S, cv2.CV_32S),    # int32 sums past its range wrap
+])
+def test_integer_results_of_mixed_operands_round_the_float_one_first(rng, name, src_depth, other, dtype):
+    """CPU OpenCV adds into an integer type in int32 whenever an operand is an integer: a float
+    image rounds to int32 first (21.5 - 7 into 8U is 15, not round(14.5) = 14), and int32 wraps."""
+    a = np.array([21.5, -3.5, 7.5, 300.7, -1e12, 0.5, 2.5, -2.5, 1e9], np.float64)
+    a = np.stack([a, a[::-1], a * 3], -1).reshape(3, 3, 3)
+    if src_depth == cv2.CV_32S:
+        a = np.array([2 ** 31 - 1, -2 ** 31, 5, -7, 2 ** 30, 3, 0, 1, -1], np.int64)
+        a = np.stack([a, a[::-1], a], -1).reshape(3, 3, 3)
+    a = a.astype(DEPTH_DTYPE[src_depth])
+    if isinstance(other, tuple):
+        b, gb, ref_b = other, other, tuple(other) + (0,) * (4 - len(other))
+    else:
+        b = rand_image(rng, 3, 3, 3, DEPTH_DTYPE[other])
+        if other == cv2.CV_32S:
+            b = a[::-1].copy()
+        gb, ref_b = upload(b), b
+    got = getattr(cv2.cuda, name)(upload(a), gb, dtype=dtype).download()
+    assert_close(got, getattr(cv2, name)(a, ref_b, dtype=dtype), 0)
 
 
 @pytest.mark.parametrize("order", [(0.0, -0.0, 0), (-0.0, 0.0, 0), (0, -0.0, 0.0)])

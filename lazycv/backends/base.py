@@ -18,6 +18,7 @@ class Backend:
         "rint_i32": "np.int32(np.rint({}))",          # a float32 or float64 value
         "rint_f32_i32": "np.int32(np.rint({}))",      # a float32 value
         "index": "{}",                                # an array index (never negative)
+        "wrap_i32": "np.int32({})",                   # an integer wrapped to int32, as C's int
         # float32 x * a + b rounded once, as OpenCV's convertTo (an FMA): the product of two
         # float32 values is exact in float64, the sum rounds there and then to float32
         "fma_f32": "np.float32(np.float64({}) * np.float64({}) + np.float64({}))",

@@ -76,7 +76,8 @@ class CudaBackend(Backend):
         if simulator:                 # plain Python: keep ints unbounded (numpy scalars wrap)
             self.spellings = {"int_load": "int({})", "floor_i32": "int(math.floor({}))",
                               "rint_i32": "round({})", "rint_f32_i32": "round({})", "index": "{}",
-                              "fma_f32": Backend.spellings["fma_f32"]}
+                              "fma_f32": Backend.spellings["fma_f32"],
+                              "wrap_i32": "((({}) + 2147483648) % 4294967296 - 2147483648)"}
         else:
             # math.floor is floorf/floor on the GPU; round() goes through float64 and int64,
             # libdevice's float2int_rn is one cvt.rni.s32.f32
@@ -85,6 +86,7 @@ class CudaBackend(Backend):
             self.spellings = {"int_load": "np.int32({})", "floor_i32": "np.int32(math.floor({}))",
                               "rint_i32": "np.int32(round({}))",
                               "rint_f32_i32": "cuda.libdevice.float2int_rn({})", "index": "np.uint64({})",
+                              "wrap_i32": "np.int32({})",
                               "fma_f32": "cuda.fma(np.float32({}), np.float32({}), np.float32({}))"}
         self.launch_mode = os.environ.get("LAZYCV_LAUNCH", "driver")
         if self.launch_mode not in LAUNCH_MODES:

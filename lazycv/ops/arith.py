@@ -44,14 +44,20 @@ _SHORT_PRODUCT = (cv2.CV_8U, cv2.CV_8S, cv2.CV_16S)   # products that always fit
 
 
 @functools.lru_cache(maxsize=None)
-def working_type(kind, in_depths, out_depth, scaled, with_scalar):
+def working_type(kind, in_depths, out_depth, scaled, with_scalar, int_scalar=False):
     """'i' (exact integer), 'f32' or 'f64': the precision OpenCV computes ``kind`` in.
 
     Scalar multiply/divide into an integer result run in double (bit-exact with CPU OpenCV);
-    16U products run in float so that products past int32 saturate as OpenCV's do.
+    16U products run in float so that products past int32 saturate as OpenCV's do. An integer
+    result of add/subtract with an integer operand (an integer image, or a scalar of whole
+    numbers: ``int_scalar``) is integer math, a float image rounded to int32 first (CPU
+    OpenCV's arithm_op: 21.5 - 7 into 8U is 22 - 7 = 15, not round(14.5) = 14).
     """
     all_int = not any(is_float(d) for d in in_depths) and not is_float(out_depth)
     if all_int and kind in ("add", "sub", "absdiff", "min", "max"):
+        return "i"
+    if kind in ("add", "sub") and not is_float(out_depth) and \
+            (int_scalar or not all(is_float(d) for d in in_depths)):
         return "i"
     if all_int and kind == "mul" and not scaled and not with_scalar and \
             all(d in _SHORT_PRODUCT for d in in_depths):
@@ -77,9 +83,9 @@ class Arith(OpDef):
     def emit(self, ctx, n, y, x):
         kind, mode, wt, scaled = n.static
         ft = {"f32": "np.float32", "f64": "np.float64"}.get(wt)
-        a = ctx.read(n.inputs[0], y, x)
+        a = self._operand(ctx, n.inputs[0], wt, y, x)
         if mode == "mm":
-            b = ctx.read(n.inputs[1], y, x)
+            b = self._operand(ctx, n.inputs[1], wt, y, x)
         else:
             b = [ctx.dyn(n, 1 + c, wt if wt != "i" else "i") for c in range(n.cn)]
         if ft:
@@ -101,7 +107,18 @@ class Arith(OpDef):
             f = _FORMULA[kind]
         zero = f"{ft}(0)" if ft else "0"
         exprs = [f.format(a=ai, b=bi, s=s, zero=zero) for ai, bi in zip(a, b)]
+        if wt == "i" and kind in ("add", "sub"):
+            # OpenCV adds in int32 (16-bit types cannot reach its limits): past them it wraps
+            exprs = [ctx.spell("wrap_i32", e) for e in exprs]
         return [saturate(ctx, e, n.depth, src_is_float=(wt != "i")) for e in exprs]
+
+    @staticmethod
+    def _operand(ctx, v, wt, y, x):
+        """An image operand's channels; in integer math a float image rounds to int32 first."""
+        vals = ctx.read(v, y, x)
+        if wt == "i" and is_float(v.depth):
+            return [saturate(ctx, e, cv2.CV_32S) for e in vals]
+        return vals
 
 
 def _operands(func, src1, src2):
@@ -158,7 +175,10 @@ def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
     out_depth = depth_arg(func, dtype, a._depth)
     in_depths = (a._depth, b._depth) if mode == "mm" else (a._depth,)
     scaled = float(scale) != 1.0
-    wt = working_type(kind, in_depths, out_depth, scaled, mode != "mm")
+    # (OpenCV's actualScalarDepth: the scalar's values on the image's channels all whole
+    # numbers in int32 make it an integer operand)
+    int_scalar = mode != "mm" and all(v == round_int32(v) for v in b[:a._cn])
+    wt = working_type(kind, in_depths, out_depth, scaled, mode != "mm", int_scalar)
     svals = (0.0,) * 4
     if mode != "mm":
         svals = b                           # scalar4 gave four floats
