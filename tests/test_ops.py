@@ -250,6 +250,27 @@ def test_integer_results_of_mixed_operands_round_the_float_one_first(rng, name, 
     assert_close(got, getattr(cv2, name)(a, ref_b, dtype=dtype), 0)
 
 
+@pytest.mark.sim
+@pytest.mark.parametrize("name", ["min", "max"])
+@pytest.mark.parametrize("cn", [1, 3, 4])
+@pytest.mark.parametrize("scalar", [5, 5.0, (5,), (5, 6), (5, 6, 7), (2.5, 7.5, 1, 12), "np1"])
+def test_min_max_read_a_scalar_as_cv2_min_max(rng, name, cn, scalar):
+    """cv2.min/max take an array: a bare number is (v, 0, 0, 0), a one-value tuple applies to
+    every channel, a tuple of cn or 4 values is per channel, other lengths are an error."""
+    scalar = np.array([5.0]) if scalar == "np1" else scalar
+    a = rand_image(rng, 3, 4, cn, np.uint8)
+    try:
+        ref = getattr(cv2, name)(a, scalar)
+    except cv2.error:
+        with pytest.raises(cv2.error):
+            getattr(cv2.cuda, name)(upload(a), scalar)
+        return
+    got = getattr(cv2.cuda, name)(upload(a), scalar).download()
+    assert_close(got, ref.reshape(got.shape), 0)
+    got = getattr(cv2.cuda, name)(scalar, upload(a)).download()      # the scalar first
+    assert_close(got, getattr(cv2, name)(scalar, a).reshape(got.shape), 0)
+
+
 @pytest.mark.parametrize("order", [(0.0, -0.0, 0), (-0.0, 0.0, 0), (0, -0.0, 0.0)])
 def test_zero_scalars_keep_their_sign_whatever_came_before(order):
     """0.0 == -0.0: a scalar remembered for one must not answer for the other."""

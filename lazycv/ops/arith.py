@@ -11,6 +11,7 @@ OpenCV's rules, which the CPU reference confirms:
   its minimum (cvRound's INT_MIN), as the CPU reference does.
 """
 import functools
+import numbers
 
 import cv2
 import numpy as np
@@ -244,14 +245,42 @@ def absdiff(src1, src2, dst=None, stream=None):
 
 @cuda_api("min")
 def min_(src1, src2, dst=None, stream=None):
+    src1, src2 = _minmax_operands("min", src1, src2)
     nd, like = arith_node("min", "min", src1, src2)
     return _finish("min", nd, like, dst, None, stream)
 
 
 @cuda_api("max")
 def max_(src1, src2, dst=None, stream=None):
+    src1, src2 = _minmax_operands("max", src1, src2)
     nd, like = arith_node("max", "max", src1, src2)
     return _finish("max", nd, like, dst, None, stream)
+
+
+def _minmax_operands(func, src1, src2):
+    """min/max read a scalar operand as cv2.min/max do: their binding takes an array, so a bare
+    number is the 4-element (v, 0, 0, 0) — per channel, zeros after the first — a one-value
+    tuple applies to every channel, and a tuple of the image's channel count or of 4 values is
+    per channel (other lengths are an error)."""
+    GpuMat = gpumat_cls()
+    if type(src1) is not GpuMat and is_scalar_like(src1) and not is_scalar_like(src2):
+        return _minmax_scalar(func, src1, src2, "src1"), src2
+    if type(src2) is not GpuMat and is_scalar_like(src2) and isinstance(src1, GpuMat):
+        return src1, _minmax_scalar(func, src2, src1, "src2")
+    return src1, src2
+
+
+def _minmax_scalar(func, s, img, name):
+    if isinstance(s, numbers.Number) and not isinstance(s, bool):
+        return (float(s), 0.0, 0.0, 0.0)
+    vals = np.asarray(s, dtype=np.float64).ravel() if isinstance(s, np.ndarray) else s
+    n, cn = len(vals), img.channels() if isinstance(img, gpumat_cls()) else 4
+    if n == 1:
+        return (float(vals[0]),) * 4
+    if n not in (4, cn):
+        raise cv_error(func, f"{name} has {n} values for a {cn}-channel image (expected 1, {cn} or 4)",
+                       StsBadArg)
+    return scalar4(func, tuple(vals), name)
 
 
 def _with_scalar(name, fn):
