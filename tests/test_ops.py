@@ -271,6 +271,21 @@ def test_min_max_read_a_scalar_as_cv2_min_max(rng, name, cn, scalar):
     assert_close(got, getattr(cv2, name)(scalar, a).reshape(got.shape), 0)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int32])
+@pytest.mark.parametrize("interp", [cv2.INTER_NEAREST, cv2.INTER_LINEAR, cv2.INTER_CUBIC, cv2.INTER_AREA,
+                                    cv2.INTER_LANCZOS4, cv2.INTER_LINEAR_EXACT, cv2.INTER_NEAREST_EXACT])
+def test_resize_of_8s_and_32s_interpolates_where_opencv_does(rng, dtype, interp):
+    """OpenCV resizes 8S and 32S images only by nearest neighbour: the others raise at the call."""
+    a = rng.integers(-100, 100, (8, 10, 3)).astype(dtype)
+    try:
+        ref = cv2.resize(a, (5, 4), interpolation=interp)
+    except cv2.error:
+        with pytest.raises(cv2.error, match="resize"):
+            cv2.cuda.resize(upload(a), (5, 4), interpolation=interp)
+        return
+    assert_close(cv2.cuda.resize(upload(a), (5, 4), interpolation=interp).download(), ref, 0)
+
+
 @pytest.mark.parametrize("order", [(0.0, -0.0, 0), (-0.0, 0.0, 0), (0, -0.0, 0.0)])
 def test_zero_scalars_keep_their_sign_whatever_came_before(order):
     """0.0 == -0.0: a scalar remembered for one must not answer for the other."""

@@ -7,7 +7,8 @@ scale`` for LINEAR. NEAREST is ``floor(dst * scale)`` in both.
 """
 import cv2
 
-from ..errors import StsBadArg, StsBadSize, StsOutOfRange, cv_error
+from .._types import DEPTH_NAME
+from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, cv_error
 from .. import runtime
 from ..runtime import STATE
 from .base import OpDef, saturate
@@ -15,6 +16,7 @@ from .common import cuda_api, node, result, src_mat
 from .fallback import cpu_fallback
 
 FUSED = (cv2.INTER_NEAREST, cv2.INTER_LINEAR)
+_NEAREST_ONLY = (cv2.CV_8S, cv2.CV_32S)
 FALLBACK = tuple(getattr(cv2, n) for n in ("INTER_AREA", "INTER_CUBIC", "INTER_LANCZOS4",
                                             "INTER_LINEAR_EXACT", "INTER_NEAREST_EXACT") if hasattr(cv2, n))
 COEF_BITS = 11                       # OpenCV's INTER_RESIZE_COEF_BITS for 8U linear
@@ -129,6 +131,11 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
     if dw * dh * m._cn > runtime.SURELY_FITS:                 # (recording is the hot path)
         runtime.check_fits(func, dh, dw, m._depth, m._cn)
     interpolation = int(interpolation)
+    if m._depth in _NEAREST_ONLY and interpolation not in (cv2.INTER_NEAREST, cv2.INTER_NEAREST_EXACT):
+        # OpenCV (CPU and CUDA) has no interpolating resize of 8S or 32S
+        raise cv_error(func, f"unsupported depth of src for interpolation {interpolation}: expected "
+                             f"8U/16U/16S/32F/64F (8S and 32S only with INTER_NEAREST), got "
+                             f"{DEPTH_NAME[m._depth]}", StsUnsupportedFormat)
     if interpolation in FUSED:
         mapping = "cuda" if (STATE.resize_mapping == "opencv-cuda" and interpolation == cv2.INTER_LINEAR) \
             else "cpu"
