@@ -178,7 +178,8 @@ def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
     scaled = float(scale) != 1.0
     # (OpenCV's actualScalarDepth: the scalar's values on the image's channels all whole
     # numbers in int32 make it an integer operand)
-    int_scalar = mode != "mm" and all(v == round_int32(v) for v in b[:a._cn])
+    int_scalar = mode != "mm" and kind in ("add", "sub") and not is_float(out_depth) and \
+        all(v == round_int32(v) for v in b[:a._cn])
     wt = working_type(kind, in_depths, out_depth, scaled, mode != "mm", int_scalar)
     svals = (0.0,) * 4
     if mode != "mm":
