@@ -14,6 +14,8 @@ to_planar) that a model can take as is; GpuMat results are the slab's planes.
 Flush programs do the same for plain cv2.cuda code: a replayed flush (plancache) that went out
 as one launch is that launch again for the next replays, filled from the recording.
 """
+import struct
+
 import numpy as np
 
 from ._types import DEPTH_DTYPE
@@ -176,7 +178,7 @@ class FlushProgram(_FlushProgramBase):
     same, the plan. What the key leaves out — buffers, ROI offsets, scalars — is read anew.
     """
     __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "src_fills", "int_fills",
-                 "float_fills", "arg_from", "slabs", "results")
+                 "float_fills", "arg_from", "slabs", "results", "last_fills", "tables")
 
     @classmethod
     def capture(cls, record, launch, kernels, sinks, at):
@@ -193,6 +195,7 @@ class FlushProgram(_FlushProgramBase):
         prog.compiled, prog.max_h, prog.max_w = record.compiled, record.max_h, record.max_w
         prog.n = sum(len(kind) for kind in launch)
         prog.ti, prog.tf = record.ti.copy(), record.tf.copy()
+        prog.last_fills = prog.tables = None
         prog.src_fills, prog.int_fills, prog.float_fills = [], [], []
         prog.arg_from, prog.slabs, prog.results = [], [], []
         slot_of = {}                       # id(an item's output buffer) -> index in results
@@ -250,17 +253,8 @@ class FlushProgram(_FlushProgramBase):
         when a value the launch needs is gone or the backend is another."""
         if STATE.backend_name != self.backend:
             return False
-        ti, tf = self.ti.copy(), self.tf.copy()
         try:
-            for b0, b1, cy, cx, poss in self.src_fills:
-                srcs = [values[p] for p in poss]
-                ti[b0:b1, cy] = [v.y0 for v in srcs]
-                ti[b0:b1, cx] = [v.x0 for v in srcs]
-            for b0, b1, col, kk, poss in self.int_fills:
-                ti[b0:b1, col] = [int(values[p].dyn[kk]) for p in poss]
-            for b0, b1, col, kk, poss, f32 in self.float_fills:
-                vals = np.array([values[p].dyn[kk] for p in poss], np.float64)
-                tf[b0:b1, col] = vals.astype(np.float32) if f32 else vals
+            fills = self._fills(values)
             arrays = [values[p].buf for p in self.arg_from if p >= 0]
             nodes = [values[npos] for npos, _, _ in self.results]
             if None in nodes:
@@ -268,12 +262,48 @@ class FlushProgram(_FlushProgramBase):
         except AttributeError:           # a value is gone (None): the general path decides
             return False
         be = STATE.backend
+        ti = tf = None
+        if fills != self.last_fills:
+            self.last_fills, self.tables = fills, None
+            ti, tf = self._tables_of(fills)
+        elif self.tables is None:
+            # the same offsets and scalars as the last flush (a loop over new frames): the
+            # tables go to the device once and serve every launch while they stay the same
+            self.tables = be.constant_tables(*self._tables_of(fills))
         slabs = [be.alloc_batch(n, rows, row_elems, dtype) for n, rows, row_elems, dtype in self.slabs]
         args, it = [], iter(arrays)
         for p in self.arg_from:
             args.append(next(it) if p >= 0 else slabs[-1 - p][0])
-        be.launch_batched(self.compiled, self.n, self.max_h, self.max_w, ti, tf, args)
+        be.launch_batched(self.compiled, self.n, self.max_h, self.max_w, ti, tf, args, tables=self.tables)
         return self._finish(nodes, [slabs[s][1][b] for _, s, b in self.results], mats)
+
+    def _fills(self, values):
+        """What this flush's values put in the tables: ROI offsets, integer and float scalars
+        (floats as their bytes, so that -0.0 and 0.0 differ)."""
+        fills = []
+        for b0, b1, cy, cx, poss in self.src_fills:
+            srcs = [values[p] for p in poss]
+            fills.append([v.y0 for v in srcs])
+            fills.append([v.x0 for v in srcs])
+        for b0, b1, col, kk, poss in self.int_fills:
+            fills.append([int(values[p].dyn[kk]) for p in poss])
+        for b0, b1, col, kk, poss, f32 in self.float_fills:
+            fills.append(struct.pack(f"<{len(poss)}d", *[values[p].dyn[kk] for p in poss]))
+        return fills
+
+    def _tables_of(self, fills):
+        """The per-item tables holding ``fills`` (fresh arrays)."""
+        ti, tf = self.ti.copy(), self.tf.copy()
+        it = iter(fills)
+        for b0, b1, cy, cx, _ in self.src_fills:
+            ti[b0:b1, cy] = next(it)
+            ti[b0:b1, cx] = next(it)
+        for b0, b1, col, _, _ in self.int_fills:
+            ti[b0:b1, col] = next(it)
+        for b0, b1, col, _, _, f32 in self.float_fills:
+            vals = np.frombuffer(next(it), np.float64)
+            tf[b0:b1, col] = vals.astype(np.float32) if f32 else vals
+        return ti, tf
 
 
 def _binds(sinks, at, slot_of):

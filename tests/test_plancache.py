@@ -369,6 +369,23 @@ def test_a_frame_at_a_time_keeps_each_frames_planes_apart(rng, monkeypatch):
     assert runs == [True] * 4
 
 
+def test_a_loops_tables_follow_its_scalars_when_they_change_and_come_back(rng, monkeypatch):
+    """A flush program keeps its per-item tables on the device while the offsets and scalars
+    stay the same; a change (also 0.0 to -0.0, equal as numbers) gives new tables."""
+    runs = count_program_runs(monkeypatch)
+    frames = [rand_image(rng, 6, 8, 3, np.float32) for _ in range(2)]
+    for it, s in enumerate([0.5, 0.5, 0.5, 0.5, 2.0, 0.5, 0.0, -0.0, -0.0, 0.0, 0.5]):
+        gpus = [upload(f) for f in frames]
+        outs = [cv2.cuda.multiply(cv2.cuda.resize(g, (5, 4)), (s, s, s)) for g in gpus]
+        lazycv.materialize(*outs)
+        for o, f in zip(outs, frames):
+            want = cv2.multiply(cv2.resize(f, (5, 4)), (s, s, s, 0))
+            got = o.download()
+            assert_close(got, want, tol=1e-6, what=f"flush {it}, scalar {s}")
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert runs == [True] * 9
+
+
 def test_a_replay_writing_into_user_memory_keeps_to_that_memory(rng, monkeypatch):
     runs = count_program_runs(monkeypatch, "SingleFlushProgram")
     dst = cv2.cuda_GpuMat(5, 7, cv2.CV_32FC3)

@@ -114,6 +114,8 @@ class CpuBackend(Backend):
                                branches=self.indent(out, 8))
 
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None, tables=None):
+        if tables is not None:
+            ti, tf = tables
         fn, rows = compiled.fn, n_items * max_h
         self._in_bands(rows, lambda r0, r1: fn(r0, r1, max_h, ti, tf, *arrays),
                        rows * max_w >= self.MIN_PIXELS_TO_SPLIT)
