@@ -286,6 +286,56 @@ def test_resize_of_8s_and_32s_interpolates_where_opencv_does(rng, dtype, interp)
     assert_close(cv2.cuda.resize(upload(a), (5, 4), interpolation=interp).download(), ref, 0)
 
 
+@pytest.mark.sim
+@pytest.mark.parametrize("a_depth,other,dtype", [
+    (cv2.CV_32F, (0.1,), cv2.CV_32S),        # float32 math, then rounded into int32
+    (cv2.CV_32F, cv2.CV_32F, cv2.CV_32S),
+    (cv2.CV_32S, cv2.CV_32S, cv2.CV_32F),    # int32 operands added in float32, not double
+    (cv2.CV_32S, (0.5,), cv2.CV_32F),
+    (cv2.CV_32S, (2 ** 31,), cv2.CV_32F),
+    (cv2.CV_32S, (0.5,), cv2.CV_64F),        # double where 64F is involved
+])
+@pytest.mark.parametrize("name", ["add", "subtract"])
+def test_add_subtract_work_in_float32_unless_64f_is_involved(name, a_depth, other, dtype):
+    a = np.array([[0.4, -2147483648.0, 2147483520.0, 2147483000.0, -2147483000, 7.5]])
+    a = np.clip(a, -2 ** 31, 2 ** 31 - 1).astype(DEPTH_DTYPE[a_depth])
+    if isinstance(other, tuple):
+        gb, ref_b = other, other + (0.0,) * (4 - len(other))
+    else:
+        b = np.array([[0.1, 3.0, 2.5, -2147483000, 2147483646, -1.5]])
+        b = np.clip(b, -2 ** 31, 2 ** 31 - 1).astype(DEPTH_DTYPE[other])
+        gb, ref_b = upload(b), b
+    got = getattr(cv2.cuda, name)(upload(a), gb, dtype=dtype).download()
+    assert_close(got, getattr(cv2, name)(a, ref_b, dtype=dtype), 0)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", ["min", "max"])
+def test_min_max_with_nan_and_signed_zeros_as_opencvs_simd(name):
+    """x86 OpenCV's min/max (minps/maxps, every pixel of a row 8 or more wide): a NaN or a tie
+    of zeros gives the second operand; the image counts as the first also when the scalar is."""
+    a = np.ones((2, 16), np.float32)
+    a[0, 0], a[0, 2], a[1, 3] = np.nan, 0.0, -0.0
+    b = np.full((2, 16), 3.0, np.float32)
+    b[0, 1], b[0, 2], b[1, 3] = np.nan, -0.0, 0.0
+    for got, ref in [(getattr(cv2.cuda, name)(upload(a), upload(b)), getattr(cv2, name)(a, b)),
+                     (getattr(cv2.cuda, name)(upload(a), (2.0,)), getattr(cv2, name)(a, (2.0,))),
+                     (getattr(cv2.cuda, name)((2.0,), upload(a)), getattr(cv2, name)((2.0,), a)),
+                     (getattr(cv2.cuda, name)(upload(b), (np.nan,)), getattr(cv2, name)(b, (np.nan,)))]:
+        got = got.download()
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+
+
+@pytest.mark.parametrize("name", ["addWithScalar", "minWithScalar", "maxWithScalar", "absdiffWithScalar"])
+def test_with_scalar_forms_read_a_bare_number_as_a_cv_scalar(rng, name):
+    """``*WithScalar(src, Scalar)``: a bare number is cv::Scalar(v) = (v, 0, 0, 0) for every op."""
+    a = rand_image(rng, 3, 5, 3, np.uint8)
+    ref = getattr(cv2, name[:-len("WithScalar")])(a, (7.0, 0.0, 0.0, 0.0))
+    assert_close(getattr(cv2.cuda, name)(upload(a), 7).download(), ref, 0)
+    assert_close(getattr(cv2.cuda, name)(upload(a), (7,)).download(), ref, 0)
+
+
 @pytest.mark.parametrize("order", [(0.0, -0.0, 0), (-0.0, 0.0, 0), (0, -0.0, 0.0)])
 def test_zero_scalars_keep_their_sign_whatever_came_before(order):
     """0.0 == -0.0: a scalar remembered for one must not answer for the other."""

@@ -36,8 +36,9 @@ _FORMULA = {
     "div_int_unscaled": "({a} / {b}) if {b} != 0 else {zero}",
     "div_float_unscaled": "{a} / {b}",
     "absdiff": "abs({a} - {b})",
-    "min": "min({a}, {b})",
-    "max": "max({a}, {b})",
+    # as OpenCV's SIMD min/max (x86 minps/maxps): a NaN or a tie gives the second operand
+    "min": "({a} if {a} < {b} else {b})",
+    "max": "({a} if {a} > {b} else {b})",
 }
 
 
@@ -45,20 +46,15 @@ _SHORT_PRODUCT = (cv2.CV_8U, cv2.CV_8S, cv2.CV_16S)   # products that always fit
 
 
 @functools.lru_cache(maxsize=None)
-def working_type(kind, in_depths, out_depth, scaled, with_scalar, int_scalar=False):
-    """'i' (exact integer), 'f32' or 'f64': the precision OpenCV computes ``kind`` in.
+def working_type(kind, in_depths, out_depth, scaled, with_scalar):
+    """'i' (exact integer), 'f32' or 'f64': the precision OpenCV computes ``kind`` in (add and
+    subtract: :func:`addsub_working_type`).
 
     Scalar multiply/divide into an integer result run in double (bit-exact with CPU OpenCV);
-    16U products run in float so that products past int32 saturate as OpenCV's do. An integer
-    result of add/subtract with an integer operand (an integer image, or a scalar of whole
-    numbers: ``int_scalar``) is integer math, a float image rounded to int32 first (CPU
-    OpenCV's arithm_op: 21.5 - 7 into 8U is 22 - 7 = 15, not round(14.5) = 14).
+    16U products run in float so that products past int32 saturate as OpenCV's do.
     """
     all_int = not any(is_float(d) for d in in_depths) and not is_float(out_depth)
-    if all_int and kind in ("add", "sub", "absdiff", "min", "max"):
-        return "i"
-    if kind in ("add", "sub") and not is_float(out_depth) and \
-            (int_scalar or not all(is_float(d) for d in in_depths)):
+    if all_int and kind in ("absdiff", "min", "max"):
         return "i"
     if all_int and kind == "mul" and not scaled and not with_scalar and \
             all(d in _SHORT_PRODUCT for d in in_depths):
@@ -93,7 +89,7 @@ class Arith(OpDef):
             a = [f"{ft}({v})" for v in a]
             if mode == "mm":
                 b = [f"{ft}({v})" for v in b]
-        if mode == "sm":
+        if mode == "sm" and kind not in ("min", "max"):     # (min/max: OpenCV's image first)
             a, b = b, a
         s = ctx.dyn(n, 0, wt) if scaled else None
         if kind == "mul" and scaled:
@@ -149,6 +145,39 @@ _FLT_TINY, _FLT_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float3
 _INF = float("inf")
 
 
+@functools.lru_cache(maxsize=None)
+def addsub_working_type(d1, d2, out):
+    """add/subtract's working type by CPU OpenCV's arithm_op: ``d1`` the image's depth, ``d2``
+    the other image's or the scalar's (:func:`scalar_depth`), ``out`` the result's. An integer
+    result with an integer operand is int32 math, a float image rounded first (21.5 - 7 into
+    8U: 22 - 7 = 15); float math is float32 unless 64F is involved (32S + 32S into 32F too)."""
+    if d1 == d2 == out:
+        w = out
+    else:
+        w = cv2.CV_16S if d1 <= cv2.CV_8S and d2 <= cv2.CV_8S else \
+            cv2.CV_32S if d1 <= cv2.CV_32S and d2 <= cv2.CV_32S else max(d1, d2)
+        w = max(w, out)
+        if out < cv2.CV_32F and (d1 < cv2.CV_32F or d2 < cv2.CV_32F):
+            w = cv2.CV_32S
+    return "i" if w < cv2.CV_32F else "f32" if w == cv2.CV_32F else "f64"
+
+
+@functools.lru_cache(maxsize=256)
+def scalar_depth(vals, img_depth):
+    """The depth OpenCV's arithm_op gives a scalar operand of add/subtract (actualScalarDepth
+    over the image's channels): the smallest integer depth holding whole values, else 32F —
+    64F beside a 64F image (OpenCV 5 measured: a 32S image and 0.5 add in float32)."""
+    ints = [round_int32(v) for v in vals]
+    if any(i != v for i, v in zip(ints, vals)):
+        return cv2.CV_64F if img_depth == cv2.CV_64F else cv2.CV_32F
+    lo, hi = min(ints), max(ints)
+    for depth, (dlo, dhi) in ((cv2.CV_8U, (0, 255)), (cv2.CV_8S, (-128, 127)), (cv2.CV_16U, (0, 65535)),
+                              (cv2.CV_16S, (-32768, 32767))):
+        if dlo <= lo and hi <= dhi:
+            return depth
+    return cv2.CV_32S
+
+
 def _float_scalars(kind, mode, scale, svals):
     """A float32 result's scalars with ``scale`` folded in, as OpenCV's CUDA module computes it
     (one float multiply or divide by a float scalar, no intermediate product to overflow), or
@@ -176,11 +205,11 @@ def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
     out_depth = depth_arg(func, dtype, a._depth)
     in_depths = (a._depth, b._depth) if mode == "mm" else (a._depth,)
     scaled = float(scale) != 1.0
-    # (OpenCV's actualScalarDepth: the scalar's values on the image's channels all whole
-    # numbers in int32 make it an integer operand)
-    int_scalar = mode != "mm" and kind in ("add", "sub") and not is_float(out_depth) and \
-        all(v == round_int32(v) for v in b[:a._cn])
-    wt = working_type(kind, in_depths, out_depth, scaled, mode != "mm", int_scalar)
+    if kind in ("add", "sub"):
+        d2 = b._depth if mode == "mm" else scalar_depth(b[:a._cn], a._depth)
+        wt = addsub_working_type(a._depth, d2, out_depth)
+    else:
+        wt = working_type(kind, in_depths, out_depth, scaled, mode != "mm")
     svals = (0.0,) * 4
     if mode != "mm":
         svals = b                           # scalar4 gave four floats
@@ -285,11 +314,13 @@ def _minmax_scalar(func, s, img, name):
 
 
 def _with_scalar(name, fn):
+    """OpenCV CUDA's ``*WithScalar(src, Scalar)``: src2 is a cv::Scalar, so a bare number is
+    (v, 0, 0, 0) and a shorter tuple is zero-padded, for every op alike."""
     @cuda_api(name)
     def f(src1, src2, dst=None, *args, **kw):
         if not is_scalar_like(src2):
             raise cv_error(name, f"src2 must be a scalar, got {type(src2).__name__}", StsBadArg)
-        return fn.__wrapped__(src1, src2, dst, *args, **kw)
+        return fn.__wrapped__(src1, scalar4(name, src2, "src2"), dst, *args, **kw)
     return f
 
 

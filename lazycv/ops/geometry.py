@@ -17,6 +17,7 @@ from .fallback import cpu_fallback
 
 FUSED = (cv2.INTER_NEAREST, cv2.INTER_LINEAR)
 _NEAREST_ONLY = (cv2.CV_8S, cv2.CV_32S)
+_NO_8S_32S = (cv2.INTER_LINEAR, cv2.INTER_CUBIC, cv2.INTER_AREA, cv2.INTER_LANCZOS4)
 FALLBACK = tuple(getattr(cv2, n) for n in ("INTER_AREA", "INTER_CUBIC", "INTER_LANCZOS4",
                                             "INTER_LINEAR_EXACT", "INTER_NEAREST_EXACT") if hasattr(cv2, n))
 COEF_BITS = 11                       # OpenCV's INTER_RESIZE_COEF_BITS for 8U linear
@@ -131,11 +132,12 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
     if dw * dh * m._cn > runtime.SURELY_FITS:                 # (recording is the hot path)
         runtime.check_fits(func, dh, dw, m._depth, m._cn)
     interpolation = int(interpolation)
-    if m._depth in _NEAREST_ONLY and interpolation not in (cv2.INTER_NEAREST, cv2.INTER_NEAREST_EXACT):
-        # OpenCV (CPU and CUDA) has no interpolating resize of 8S or 32S
+    if m._depth in _NEAREST_ONLY and interpolation in _NO_8S_32S:
+        # OpenCV (CPU and CUDA) resizes 8S and 32S only by nearest neighbour (and CPU by
+        # LINEAR_EXACT, which the fallback runs)
         raise cv_error(func, f"unsupported depth of src for interpolation {interpolation}: expected "
-                             f"8U/16U/16S/32F/64F (8S and 32S only with INTER_NEAREST), got "
-                             f"{DEPTH_NAME[m._depth]}", StsUnsupportedFormat)
+                             f"8U/16U/16S/32F/64F (8S and 32S only with INTER_NEAREST or "
+                             f"INTER_LINEAR_EXACT), got {DEPTH_NAME[m._depth]}", StsUnsupportedFormat)
     if interpolation in FUSED:
         mapping = "cuda" if (STATE.resize_mapping == "opencv-cuda" and interpolation == cv2.INTER_LINEAR) \
             else "cpu"
