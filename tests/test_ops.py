@@ -310,6 +310,15 @@ def test_add_subtract_work_in_float32_unless_64f_is_involved(name, a_depth, othe
 
 
 @pytest.mark.sim
+def test_absdiff_of_int32_wraps_as_opencvs():
+    """OpenCV's int32 absdiff is |a - b| of the wrapped difference (|INT_MIN| stays INT_MIN)."""
+    a = np.array([[2 ** 31 - 1, -2 ** 31, -2 ** 31, 5, -7, 0, 2 ** 30, 1] * 2], np.int32)
+    b = np.array([[-2, 2, 0, -5, 7, -2 ** 31, -2 ** 30, 1] * 2], np.int32)
+    assert_close(cv2.cuda.absdiff(upload(a), upload(b)).download(), cv2.absdiff(a, b), 0)
+    assert_close(cv2.cuda.absdiff(upload(a), (2,)).download(), cv2.absdiff(a, (2, 0, 0, 0)), 0)
+
+
+@pytest.mark.sim
 @pytest.mark.parametrize("name", ["min", "max"])
 def test_min_max_with_nan_and_signed_zeros_as_opencvs_simd(name):
     """x86 OpenCV's min/max (minps/maxps, every pixel of a row 8 or more wide): a NaN or a tie

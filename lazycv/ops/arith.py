@@ -107,6 +107,9 @@ class Arith(OpDef):
         if wt == "i" and kind in ("add", "sub"):
             # OpenCV adds in int32 (16-bit types cannot reach its limits): past them it wraps
             exprs = [ctx.spell("wrap_i32", e) for e in exprs]
+        elif wt == "i" and kind == "absdiff":       # |a - b| of the wrapped difference, wrapped
+            exprs = [ctx.spell("wrap_i32", f"abs({ctx.spell('wrap_i32', f'{ai} - {bi}')})")
+                     for ai, bi in zip(a, b)]
         return [saturate(ctx, e, n.depth, src_is_float=(wt != "i")) for e in exprs]
 
     @staticmethod
