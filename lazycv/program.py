@@ -178,7 +178,7 @@ class FlushProgram(_FlushProgramBase):
     same, the plan. What the key leaves out — buffers, ROI offsets, scalars — is read anew.
     """
     __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "src_fills", "int_fills",
-                 "float_fills", "arg_from", "slabs", "results", "last_fills", "tables")
+                 "float_fills", "arg_from", "slabs", "results", "last_fills", "last_tables", "tables")
 
     @classmethod
     def capture(cls, record, launch, kernels, sinks, at):
@@ -195,7 +195,7 @@ class FlushProgram(_FlushProgramBase):
         prog.compiled, prog.max_h, prog.max_w = record.compiled, record.max_h, record.max_w
         prog.n = sum(len(kind) for kind in launch)
         prog.ti, prog.tf = record.ti.copy(), record.tf.copy()
-        prog.last_fills = prog.tables = None
+        prog.last_fills = prog.last_tables = prog.tables = None
         prog.src_fills, prog.int_fills, prog.float_fills = [], [], []
         prog.arg_from, prog.slabs, prog.results = [], [], []
         slot_of = {}                       # id(an item's output buffer) -> index in results
@@ -264,12 +264,12 @@ class FlushProgram(_FlushProgramBase):
         be = STATE.backend
         ti = tf = None
         if fills != self.last_fills:
-            self.last_fills, self.tables = fills, None
             ti, tf = self._tables_of(fills)
+            self.last_fills, self.last_tables, self.tables = fills, (ti, tf), None
         elif self.tables is None:
             # the same offsets and scalars as the last flush (a loop over new frames): the
             # tables go to the device once and serve every launch while they stay the same
-            self.tables = be.constant_tables(*self._tables_of(fills))
+            self.tables = be.constant_tables(*self.last_tables)
         slabs = [be.alloc_batch(n, rows, row_elems, dtype) for n, rows, row_elems, dtype in self.slabs]
         args, it = [], iter(arrays)
         for p in self.arg_from:

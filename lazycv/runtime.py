@@ -221,10 +221,14 @@ def pending_for(mats):
     results, and the pending writes into their memory (through views, also gone ones)."""
     out, seen = [], set()
     for m in mats:
-        for w in ([m] if m._node is not None else []) + (writers_of(m._alloc) if m._alloc is not None else []):
-            if id(w) not in seen:
-                seen.add(id(w))
-                out.append(w)
+        if m._node is not None and id(m) not in seen:
+            seen.add(id(m))
+            out.append(m)
+        if m._alloc is not None and m._alloc.writers:        # (most results have none)
+            for w in writers_of(m._alloc):
+                if id(w) not in seen:
+                    seen.add(id(w))
+                    out.append(w)
     return out
 
 

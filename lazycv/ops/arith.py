@@ -2,10 +2,14 @@
 min, max, and their masks.
 
 OpenCV's rules, which the CPU reference confirms:
-* integer add/subtract/absdiff/min/max of integer images is exact integer math, saturated;
-  a scalar operand is first rounded to an integer (half to even);
-* multiply with a scale != 1, divide, and anything with a float operand or result computes in
-  float (double when 32S or 64F is involved), then saturates (round half to even);
+* add/subtract take CPU OpenCV's working type (addsub_working_type): int32 when the result and
+  an operand are integers (a float image rounded first, a scalar rounded; sums wrap), else
+  float32, double only where 64F is involved;
+* absdiff/min/max of integer images is exact integer math; min/max of floats follow x86
+  OpenCV's SIMD path (a NaN or a tie gives the second operand);
+* multiply with a scale != 1, divide, and anything else with a float operand or result computes
+  in float (double when 32S or 64F is involved; a float32 result scaled by a scalar in float,
+  the scale folded into the scalar), then saturates (round half to even);
 * integer division (two integer images) by zero gives 0; a division in floating point (a
   scalar or a float operand) follows IEEE, and saturating inf or NaN to an integer output gives
   its minimum (cvRound's INT_MIN), as the CPU reference does.
@@ -100,16 +104,15 @@ class Arith(OpDef):
             int_div = mode == "mm" and not is_float(n.depth) and \
                 not any(is_float(i.depth) for i in n.inputs)
             f = _FORMULA[("div_int" if int_div else "div_float") + ("" if scaled else "_unscaled")]
+        elif wt == "i" and kind in ("add", "sub"):
+            # OpenCV adds in int32 (16-bit types cannot reach its limits): past them it wraps
+            f = ctx.spell("wrap_i32", _FORMULA[kind])
+        elif wt == "i" and kind == "absdiff":       # |a - b| of the wrapped difference, wrapped
+            f = ctx.spell("wrap_i32", f"abs({ctx.spell('wrap_i32', _FORMULA['sub'])})")
         else:
             f = _FORMULA[kind]
         zero = f"{ft}(0)" if ft else "0"
         exprs = [f.format(a=ai, b=bi, s=s, zero=zero) for ai, bi in zip(a, b)]
-        if wt == "i" and kind in ("add", "sub"):
-            # OpenCV adds in int32 (16-bit types cannot reach its limits): past them it wraps
-            exprs = [ctx.spell("wrap_i32", e) for e in exprs]
-        elif wt == "i" and kind == "absdiff":       # |a - b| of the wrapped difference, wrapped
-            exprs = [ctx.spell("wrap_i32", f"abs({ctx.spell('wrap_i32', f'{ai} - {bi}')})")
-                     for ai, bi in zip(a, b)]
         return [saturate(ctx, e, n.depth, src_is_float=(wt != "i")) for e in exprs]
 
     @staticmethod
