@@ -30,6 +30,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=64)
     args = ap.parse_args()
+    # a cache folder of its own: a kernel from another process's kept cubin has no numba
+    # overload to inspect (lazycv/backends/cubins.py), so this run compiles it
+    import tempfile
+    os.environ["LAZYCV_CACHE_DIR"] = tempfile.mkdtemp(prefix="lazycv-inspect-")
     import lazycv
     from lazycv.backends import cuda as cuda_backend
     import w1

@@ -10,6 +10,9 @@ Peers:
 * ``torch_eager`` / ``torch_compiled`` -- what a PyTorch user writes.
 * ``cupy_rawkernel`` -- one hand-written CUDA C++ kernel for all of W1 (the
   "hand-written CUDA C++ ceiling").
+* ``cvcuda_ops`` / ``cvcuda_fused2`` -- NVIDIA CV-CUDA: the chain op by op (resize, cvtcolor,
+  convertto, normalize, reformat: five launches), and its fewest-launch form, the fused
+  ``resize_crop_convert_reformat`` (resize, BGR->RGB, x 1/255, NCHW) then ``normalize``.
 * ``cv2_cpu_chain`` -- the plain OpenCV CPU chain; it is also the reference.
 * ``numba_cpu_fused`` -- a hand-fused ``numba`` CPU loop.
 
@@ -429,6 +432,43 @@ def _setup_cupy(frames, bitexact=False):
     return lambda: fn(x, out)
 
 
+def _setup_cvcuda(frames, fused):
+    """CV-CUDA on torch-allocated tensors (outputs preallocated, the ``_into`` forms), as a
+    CV-CUDA user writes W1. Its resize rounds back to uint8 (as OpenCV's 8U resize does)."""
+    import cvcuda
+    import torch
+
+    x = to_torch(frames)
+    n = x.shape[0]
+    src = cvcuda.as_tensor(x, "NHWC")
+    out = torch.empty((n, 3, OUT_H, OUT_W), dtype=torch.float32, device=x.device)
+    dst = cvcuda.as_tensor(out, "NCHW")
+    mean, std = list(MEAN_RGB), list(STD_RGB)
+    flags = cvcuda.NormalizeFlags.SCALE_IS_STDDEV
+    if fused:
+        scaled = cvcuda.as_tensor(torch.empty_like(out), "NCHW")
+
+        def run():
+            cvcuda.resize_crop_convert_reformat_into(
+                scaled, src, (OUT_W, OUT_H), cvcuda.Interp.LINEAR, (0, 0),
+                manip=cvcuda.ChannelManip.REVERSE, scale=1 / 255)
+            cvcuda.normalize_into(dst, scaled, mean, std, flags)
+            return out
+        return run
+    hwc = lambda dtype: cvcuda.as_tensor(  # noqa: E731
+        torch.empty((n, OUT_H, OUT_W, 3), dtype=dtype, device=x.device), "NHWC")
+    resized, rgb, f32, normed = hwc(torch.uint8), hwc(torch.uint8), hwc(torch.float32), hwc(torch.float32)
+
+    def run():
+        cvcuda.resize_into(resized, src, cvcuda.Interp.LINEAR)
+        cvcuda.cvtcolor_into(rgb, resized, cvcuda.ColorConversion.BGR2RGB)
+        cvcuda.convertto_into(f32, rgb, 1 / 255)
+        cvcuda.normalize_into(normed, f32, mean, std, flags)
+        cvcuda.reformat_into(dst, normed)
+        return out
+    return run
+
+
 def _setup_cv2(frames):
     frames = np.ascontiguousarray(frames)
     if frames.shape[0] == 1:
@@ -461,6 +501,8 @@ PEERS = {
     "cupy_rawkernel": Peer("cupy_rawkernel", "cuda", _setup_cupy),
     "cupy_rawkernel_bitexact": Peer("cupy_rawkernel_bitexact", "cuda",
                                     lambda f: _setup_cupy(f, bitexact=True)),
+    "cvcuda_ops": Peer("cvcuda_ops", "cuda", lambda f: _setup_cvcuda(f, fused=False)),
+    "cvcuda_fused2": Peer("cvcuda_fused2", "cuda", lambda f: _setup_cvcuda(f, fused=True)),
     "cv2_cpu_chain": Peer("cv2_cpu_chain", "cpu", _setup_cv2),
     "numba_cpu_fused": Peer("numba_cpu_fused", "cpu", _setup_numba),
     "numba_cpu_fused_float": Peer("numba_cpu_fused_float", "cpu",

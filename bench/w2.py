@@ -61,6 +61,9 @@ def peer_frames(name, frames):
         out = cp.empty((1, 3, peers.OUT_H, peers.OUT_W), cp.float32)
         calls = [lambda i=i: fn(x[i:i + 1], out) for i in range(len(frames))]
         return calls, lambda o: o.get()[0]
+    if name in peers.PEERS:                 # any other peer: set up once per one-frame batch
+        calls = [peers.PEERS[name].setup(frames[i:i + 1]) for i in range(len(frames))]
+        return calls, lambda o: peers._to_numpy(o)[0]
     raise ValueError(f"no per-frame form of peer {name!r}")
 
 

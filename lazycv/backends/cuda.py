@@ -9,6 +9,7 @@ import numpy as np
 
 from ..codegen import assigned
 from ..memory import BufferPool
+from . import cubins
 from .base import Backend
 
 _FRAME = '''import math
@@ -93,10 +94,10 @@ class CudaBackend(Backend):
             raise ValueError(f"lazycv: LAZYCV_LAUNCH must be one of {', '.join(LAUNCH_MODES)}, "
                              f"got {self.launch_mode!r}")
         self._direct = {}
+        self._cc = None
         if simulator:
             self._driver = self._tables = None
         else:
-            _load_array_registry_without_blas_probe()
             from numba.cuda.cudadrv import driver
             self._driver = driver            # whole-row copies and table uploads call it directly
             self._tables = _TableStaging(cuda, driver)
@@ -223,13 +224,17 @@ class CudaBackend(Backend):
         direct = self._direct.get(fn) if self.launch_mode != "dispatcher" else None
         if direct is None and self.launch_mode != "dispatcher" and not self.simulator \
                 and not fn.overloads:
-            direct = self._compile_apart(fn, args)
+            direct = self._from_disk(fn, args)
+            if direct is None:
+                _load_array_registry_without_blas_probe()
+                direct = self._compile_apart(fn, args)
         if direct is not None:
             try:
                 direct.launch(grid, args, stream)
                 return
             except _NotPackable:
                 pass
+        _load_array_registry_without_blas_probe()
         if stream is None:
             fn[grid, BLOCK](*args)
         else:
@@ -238,10 +243,45 @@ class CudaBackend(Backend):
             self._direct_for(fn)
 
     def _direct_for(self, fn):
-        """The direct launcher of ``fn``'s one compiled overload (None with several)."""
+        """The direct launcher of ``fn``'s one compiled overload (None with several); its cubin
+        is kept for later processes (cubins)."""
         if len(fn.overloads) != 1:
             return None
-        direct = self._direct[fn] = _DirectLaunch(next(iter(fn.overloads.values())), self.launch_mode)
+        overload = next(iter(fn.overloads.values()))
+        direct = self._direct[fn] = _DirectLaunch(overload.argument_types, self.launch_mode, kernel=overload)
+        if direct.mode == "driver":
+            cubins.save(fn, overload, self._compute_capability())
+        return direct
+
+    def _compute_capability(self):
+        if self._cc is None:
+            self._cc = tuple(self.cuda.get_current_device().compute_capability)
+        return self._cc
+
+    def _from_disk(self, fn, args):
+        """The direct launcher of ``fn`` from the cubin an earlier process kept (cubins), for
+        these arguments' types; None when there is none (numba then compiles or loads it)."""
+        if self.launch_mode != "driver":
+            return None
+        try:
+            from numba import typeof
+            types = tuple(typeof(a) for a in args)
+        except Exception:                # an argument numba cannot type: its own path decides
+            return None
+        got = cubins.load(fn, types, self._compute_capability())
+        if got is None:
+            return None
+        code, entry = got
+        try:
+            from numba.cuda.cudadrv import driver
+            module = self.cuda.current_context().create_module_image(
+                driver.ObjectCode.from_cubin(code, name=entry))
+            direct = _DirectLaunch(types, "driver", cufunc=_cu_function(module.get_function(entry).handle))
+        except Exception:                # a damaged or foreign file: numba's path decides
+            return None
+        if direct.mode != "driver":
+            return None
+        self._direct[fn] = direct
         return direct
 
     def _compile_apart(self, fn, args):
@@ -344,7 +384,8 @@ def _load_array_registry_without_blas_probe():
     process's time to its first result (measured on the H200 host). A GPU kernel cannot call
     BLAS, so the registry is loaded here with the probe answering "none" (numba-cuda then uses
     its own inner-product loop, which is what runs on a GPU anyway); the probe function is
-    restored at once, so nothing else sees a change."""
+    restored at once, so nothing else sees a change. Called before numba compiles or loads a
+    kernel (a process whose kernels all come from kept cubins never loads the registry)."""
     import importlib
     import sys
     name = "numba.cuda.np.arraymath"
@@ -500,16 +541,18 @@ class _DirectLaunch:
                  "default_stream", "config_cls", "launch_fn", "kinds", "slots", "cufunc",
                  "cu_launch")
 
-    def __init__(self, kernel, mode):
+    def __init__(self, argument_types, mode, kernel=None, cufunc=None):
+        """``kernel``: numba-cuda's compiled overload; or ``cufunc``, the loaded function of a
+        kept cubin (driver mode only)."""
         from cuda.core import LaunchConfig, launch
         from numba.cuda import types
         from numba.cuda.cudadrv import driver
         self.kernel, self.mode, self.configs = kernel, mode, {}
-        self.cukernel = self.cufunc = None
+        self.cukernel, self.cufunc = None, cufunc
         self.to_core_stream, self.config_cls, self.launch_fn = driver._to_core_stream, LaunchConfig, launch
         self.default_stream = driver._to_core_stream(0)
         packers, kinds, widths = [], [], []
-        for ty in kernel.argument_types:
+        for ty in argument_types:
             if isinstance(ty, types.Array):
                 packers.append(None)
                 kinds.append(None)

@@ -1,0 +1,77 @@
+"""A generated CUDA kernel's machine code, kept on disk beside its source for later processes.
+
+numba-cuda's own disk cache brings a kernel back through its dispatcher: it types the kernel
+again and, for the first kernel of a process, builds its whole typing context — about 0.17 s a
+kernel on the H200 host, most of a new process's time to its first result once numba-cuda is
+imported (bench/RESULTS.md run 51). lazycv launches a compiled kernel itself (cuda.py's
+``_DirectLaunch``), so all it needs from a cache is the kernel's cubin, its entry name and its
+argument types. They are written next to the generated module (``<module>.sm90.cubin`` and
+``.json``) after numba compiles or loads the kernel, and a new process that finds them loads
+the cubin into the current context and never asks numba for the kernel. The generated source
+names everything the kernel computes (user functions by fingerprint, codegen settings), so a
+module's file name is the kernel's identity; the record also holds the argument types it was
+compiled for and the numba-cuda version, and anything that does not match is ignored (numba's
+path then runs, as without this cache).
+"""
+import json
+import os
+
+FORMAT = 1
+
+
+def signature_of(types):
+    """Argument types as one comparable string (numba's type names)."""
+    return ", ".join(str(t) for t in types)
+
+
+def _paths(fn, cc):
+    src = fn.py_func.__code__.co_filename
+    base = f"{os.path.splitext(src)[0]}.sm{cc[0]}{cc[1]}"
+    return base + ".cubin", base + ".json"
+
+
+def _numba_cuda_version():
+    try:
+        import numba_cuda
+        return numba_cuda.__version__
+    except Exception:             # an install without the distribution's version module
+        return None
+
+
+def save(fn, overload, cc):
+    """Keep ``overload``'s (``fn``'s one compiled kernel) cubin for later processes. Best
+    effort: a cache that cannot be written only costs the next process numba's slower path."""
+    try:
+        lib = overload._codelibrary
+        if lib._linking_files or getattr(lib, "use_cooperative", False):
+            return                 # (a kernel that needs more than its cubin: none generated today)
+        cubin = lib.get_cubin(cc=cc)
+        code = bytes(getattr(cubin, "code", cubin))
+        meta = {"format": FORMAT, "numba_cuda": _numba_cuda_version(), "entry": lib._entry_name,
+                "signature": signature_of(overload.argument_types)}
+        cubin_path, meta_path = _paths(fn, cc)
+        if os.path.exists(meta_path):
+            return
+        for path, data, mode in ((cubin_path, code, "wb"), (meta_path, json.dumps(meta), "w")):
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, mode) as f:
+                f.write(data)
+            os.replace(tmp, path)  # the record last: a reader that sees it finds the cubin whole
+    except Exception:
+        return
+
+
+def load(fn, arg_types, cc):
+    """(cubin bytes, entry name) saved for ``fn`` compiled for ``arg_types`` by this numba-cuda
+    version; None when there is none."""
+    cubin_path, meta_path = _paths(fn, cc)
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        if meta.get("format") != FORMAT or meta.get("numba_cuda") != _numba_cuda_version() \
+                or meta.get("signature") != signature_of(arg_types):
+            return None
+        with open(cubin_path, "rb") as f:
+            return f.read(), meta["entry"]
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None
