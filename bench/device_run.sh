@@ -12,6 +12,10 @@ LOG="$OUT/log.txt"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
+  # CV-CUDA, when bench/cvcuda_parts.sh's two parts were carried to /tmp/cvc in earlier calls
+  if ls /tmp/cvc/part00 /tmp/cvc/part01 >/dev/null 2>&1; then
+    cat /tmp/cvc/part00 /tmp/cvc/part01 | xz -d | tar xf - -C /tmp/site || exit 1
+  fi
 else
   export PYTHONPATH=$PWD
 fi

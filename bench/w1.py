@@ -174,7 +174,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="1,8,64")
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel")
+    ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel,cvcuda_fused2,cvcuda_ops")
     ap.add_argument("--no-eager", action="store_true", help="skip lazycv fuse=False")
     ap.add_argument("--compose", action="store_true", help="add W1 as one lazycv.compose call per batch")
     ap.add_argument("--inner", type=int, default=0,

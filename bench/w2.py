@@ -6,7 +6,7 @@ frames. Reported per contestant: wall time per frame over the whole run (host an
 the final sync included) and the per-frame host time (each frame's Python call alone) at p50
 and p99. Peers run the same frames one call a frame.
 
-    python bench/w2.py [--frames 2000] [--peers torch_eager,torch_compiled,cupy_rawkernel]
+    python bench/w2.py [--frames 2000] [--peers torch_eager,torch_compiled,cupy_rawkernel,cvcuda_fused2,cvcuda_ops]
 
 Prints a table, writes $OUT/w2.json (or bench/out/w2.json).
 """
@@ -86,7 +86,7 @@ def run_frames(calls, n, warmup=50):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=2000)
-    ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel")
+    ap.add_argument("--peers", default="torch_eager,torch_compiled,cupy_rawkernel,cvcuda_fused2,cvcuda_ops")
     args = ap.parse_args(argv)
     frames = peers.make_frames(POOL, seed=2)
     ref = peers.reference_w1(frames[:1])[0]
