@@ -23,10 +23,12 @@ def main(argv=None):
     for r in rows:
         by_name.setdefault(r["contestant"], []).append(r)
     fig, (ax_bw, ax_b1) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, rs in sorted(by_name.items()):
+    colors = plt.get_cmap("tab20").colors                     # one colour per contestant (> 10)
+    for k, (name, rs) in enumerate(sorted(by_name.items())):
         rs = sorted(rs, key=lambda r: r["batch"])
         style = "--" if "kernels only" in name else "-"       # device time only, no host
-        ax_bw.plot([r["batch"] for r in rs], [r["tb_per_s"] for r in rs], style, marker="o", label=name)
+        ax_bw.plot([r["batch"] for r in rs], [r["tb_per_s"] for r in rs], style, marker="o", label=name,
+                   color=colors[(2 * k) % 20 + (2 * k) // 20 % 2])
     ax_bw.set_xscale("log", base=2)
     ax_bw.set_yscale("log")
     ax_bw.set_xlabel("frames per call (B)")
