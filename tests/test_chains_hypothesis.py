@@ -171,7 +171,7 @@ def gpu_op(op, m, a_ref_shape_dtype, made):
         return cv2.cuda_GpuMat(m, (x, y, cw, ch))
     planes = cv2.cuda.split(m)
     made.extend(planes)
-    return cv2.cuda.merge([planes[i] for i in op[1]])
+    return cv2.cuda.merge([planes[i] for i in op[1]], cv2.cuda_GpuMat())   # dst: stays on the device
 
 
 def _mag(a):

@@ -107,7 +107,7 @@ CASES = [
     ("cvtColor-1ch-bgr2gray", "cvtColor", lambda i: cv2.cuda.cvtColor(i.u1, cv2.COLOR_BGR2GRAY)),
     ("cvtColor-pending-1ch-bgr2gray", "cvtColor", lambda i: cv2.cuda.cvtColor(i.chain.gray, cv2.COLOR_BGR2GRAY)),
     ("cvtColor-3ch-gray2bgr", "cvtColor", lambda i: cv2.cuda.cvtColor(i.u, cv2.COLOR_GRAY2BGR)),
-    ("cvtColor-2ch-bgra2bgr", "cvtColor", lambda i: cv2.cuda.cvtColor(cv2.cuda.merge([i.u1, i.u1]),
+    ("cvtColor-2ch-bgra2bgr", "cvtColor", lambda i: cv2.cuda.cvtColor(cv2.cuda.merge([i.u1, i.u1], cv2.cuda_GpuMat()),
                                                                     cv2.COLOR_BGRA2BGR)),
     ("cvtColor-dcn-2", "cvtColor", lambda i: cv2.cuda.cvtColor(i.u4, cv2.COLOR_BGR2RGB, dcn=2)),
     ("cvtColor-1ch-hsv", "cvtColor", lambda i: cv2.cuda.cvtColor(i.u1, cv2.COLOR_BGR2HSV)),

@@ -152,3 +152,40 @@ def test_hostmem_methods():
     assert h.size() == (2, 2) and other.size() == (4, 3)
     h.create(5, 6, cv2.CV_16UC1)
     assert h.size() == (6, 5) and h.type() == cv2.CV_16UC1
+
+
+@pytest.mark.sim
+def test_from_dlpack_of_a_gpumat_is_a_view_of_all_of_it(rng):
+    """``cv2.cuda_GpuMat.from_dlpack(GpuMat)`` (OpenCV 5) shares the source's memory; of a
+    pending result it is a view that the result's flush fills."""
+    a = rand_image(rng, 6, 7, 3, np.uint8)
+    g = upload(a)
+    v = cv2.cuda_GpuMat.from_dlpack(g)
+    assert (v.size(), v.type()) == (g.size(), g.type())
+    np.testing.assert_array_equal(v.download(), a)
+    pend = cv2.cuda.add(g, (1, 2, 3))
+    pv = cv2.cuda_GpuMat.from_dlpack(pend)
+    np.testing.assert_array_equal(pv.download(), cv2.add(a, (1, 2, 3, 0)))
+
+
+# every DeviceInfo query OpenCV's binding has that a script sizes its work by (the CUDA
+# backend asks the driver; the CPU backend's virtual device answers a Hopper-class GPU's values)
+_DEVICE_QUERIES = ["sharedMemPerBlock", "regsPerBlock", "warpSize", "memPitch", "maxThreadsPerBlock",
+                   "clockRate", "totalConstMem", "textureAlignment", "texturePitchAlignment",
+                   "kernelExecTimeoutEnabled", "integrated", "computeMode", "surfaceAlignment",
+                   "concurrentKernels", "ECCEnabled", "pciBusID", "pciDeviceID", "pciDomainID", "tccDriver",
+                   "asyncEngineCount", "memoryClockRate", "memoryBusWidth", "l2CacheSize",
+                   "maxThreadsPerMultiProcessor", "totalGlobalMem"]
+
+
+@pytest.mark.sim
+def test_device_info_answers_opencvs_queries():
+    info = cv2.cuda.DeviceInfo()
+    got = {name: getattr(info, name)() for name in _DEVICE_QUERIES}
+    assert all(isinstance(v, (int, bool)) for v in got.values()), got
+    assert got["warpSize"] == 32 and got["maxThreadsPerBlock"] >= 512
+    assert got["totalGlobalMem"] == info.totalMemory() > 0
+    total, free = info.queryMemory()
+    assert total >= free > 0
+    assert len(info.maxThreadsDim()) == 3 and min(info.maxThreadsDim()) >= 1
+    assert len(info.maxGridSize()) == 3 and info.maxGridSize()[0] >= 65535

@@ -136,6 +136,37 @@ def test_from_dlpack_is_writable_through(rng):
     np.testing.assert_array_equal(g.download(), b)
 
 
+@pytest.mark.parametrize("cn", [1, 2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.float32, np.float64])
+def test_gpumat_from_dlpack_round_trips_as_opencvs_test(rng, cn, dtype):
+    """OpenCV 5's test_dlpack_GpuMat (modules/python/test/test_cuda.py) for the types lazycv
+    holds: ``cv.cuda_GpuMat.from_dlpack(src)`` of an uploaded GpuMat downloads what was uploaded."""
+    ref = (rng.random((64, 128, cn)) * 255).astype(dtype)
+    src = cv2.cuda_GpuMat()
+    src.upload(ref)
+    dst = cv2.cuda_GpuMat.from_dlpack(src)
+    assert dst.cudaPtr() == src.cudaPtr()                     # a view, no copy
+    np.testing.assert_array_equal(dst.download(), ref[..., 0] if cn == 1 else ref)
+
+
+def test_gpumat_from_dlpack_wraps_host_memory_without_a_copy(rng):
+    a = rand_image(rng, 4, 6, 3, np.float32)
+    g = cv2.cuda_GpuMat.from_dlpack(a)
+    assert g.size() == (6, 4) and g.type() == cv2.CV_32FC3
+    assert g.cudaPtr() == a.ctypes.data
+    a[1, 2] = (7, 8, 9)
+    np.testing.assert_array_equal(g.download(), a)
+    f = cv2.cuda.add(g, (1, 1, 1)).download()
+    np.testing.assert_array_equal(f, cv2.add(a, (1, 1, 1, 0)))
+
+
+def test_gpumat_from_dlpack_rejects_what_it_cannot_wrap():
+    with pytest.raises(cv2.error, match="must export DLPack.*from_dlpack"):
+        cv2.cuda_GpuMat.from_dlpack([1, 2, 3])
+    with pytest.raises(cv2.error, match="empty.*from_dlpack"):
+        cv2.cuda_GpuMat.from_dlpack(cv2.cuda_GpuMat())
+
+
 # ---------------------------------------------------------------------------- cudaPtr
 
 def test_cuda_ptr_is_the_host_address_of_the_first_pixel(rng):

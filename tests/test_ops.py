@@ -392,14 +392,29 @@ def test_split_merge(rng, depth, cn):
     assert len(planes) == cn
     for c, p in enumerate(planes):
         np.testing.assert_array_equal(p.download(), a[..., c])
-    merged = cv2.cuda.merge(planes).download()
-    np.testing.assert_array_equal(merged, a)
+    merged = cv2.cuda.merge(planes, cv2.cuda_GpuMat())
+    assert isinstance(merged, cv2.cuda_GpuMat)
+    np.testing.assert_array_equal(merged.download(), a)
+
+
+@pytest.mark.sim
+def test_merge_without_dst_returns_the_host_array_as_opencv_does(rng):
+    """OpenCV's binding answers merge(list) with its host-array overload (opencv#17910): the
+    merged image downloaded. OpenCV's own test relies on it:
+    ``np.allclose(cv.cuda.merge(cv.cuda.split(cuMat)), npMat)``."""
+    a = rand_image(rng, 5, 6, 3, np.float32)
+    got = cv2.cuda.merge(cv2.cuda.split(upload(a)))
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, a)
+    got = cv2.cuda.merge(cv2.cuda.split(upload(a)), stream=cv2.cuda.Stream())
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, a)
 
 
 def test_merge_mixed_channel_counts(rng):
     a = rand_image(rng, 5, 6, 2, np.uint8)
     b = rand_image(rng, 5, 6, 1, np.uint8)
-    got = cv2.cuda.merge([upload(a), upload(b)]).download()
+    got = cv2.cuda.merge([upload(a), upload(b)])
     np.testing.assert_array_equal(got, cv2.merge([a, b]))
 
 

@@ -152,6 +152,22 @@ class DeviceInfo:
         """(free, total) bytes: the device's, or the host's for the CPU backend."""
         return self._ask(runtime.memory_info, lambda _: runtime.memory_info())
 
+    def totalGlobalMem(self):
+        return self._memory()[1]
+
+    def queryMemory(self):
+        """(totalMemory, freeMemory), as OpenCV's binding returns its two outputs."""
+        free, total = self._memory()
+        return total, free
+
+    def maxThreadsDim(self):
+        return self._ask(lambda: (1024, 1024, 64),
+                         lambda dev: (dev.MAX_BLOCK_DIM_X, dev.MAX_BLOCK_DIM_Y, dev.MAX_BLOCK_DIM_Z))
+
+    def maxGridSize(self):
+        return self._ask(lambda: (2147483647, 65535, 65535),
+                         lambda dev: (dev.MAX_GRID_DIM_X, dev.MAX_GRID_DIM_Y, dev.MAX_GRID_DIM_Z))
+
     def isCompatible(self):
         return True
 
@@ -163,6 +179,51 @@ class DeviceInfo:
 
     def unifiedAddressing(self):
         return True
+
+
+# DeviceInfo's plain properties: OpenCV's name -> (the CUDA device attribute, numba-cuda's name
+# for it; what the CPU backend's virtual device answers: a Hopper-class GPU's value, so code
+# that sizes its work by them takes its usual path)
+_ATTRIBUTES = {
+    "sharedMemPerBlock": ("MAX_SHARED_MEMORY_PER_BLOCK", 49152),
+    "regsPerBlock": ("MAX_REGISTERS_PER_BLOCK", 65536),
+    "warpSize": ("WARP_SIZE", 32),
+    "memPitch": ("MAX_PITCH", 2147483647),
+    "maxThreadsPerBlock": ("MAX_THREADS_PER_BLOCK", 1024),
+    "clockRate": ("CLOCK_RATE", 1980000),
+    "totalConstMem": ("TOTAL_CONSTANT_MEMORY", 65536),
+    "textureAlignment": ("TEXTURE_ALIGNMENT", 512),
+    "texturePitchAlignment": ("TEXTURE_PITCH_ALIGNMENT", 32),
+    "kernelExecTimeoutEnabled": ("KERNEL_EXEC_TIMEOUT", 0),
+    "integrated": ("INTEGRATED", 0),
+    "computeMode": ("COMPUTE_MODE", 0),
+    "surfaceAlignment": ("SURFACE_ALIGNMENT", 512),
+    "concurrentKernels": ("CONCURRENT_KERNELS", 1),
+    "ECCEnabled": ("ECC_ENABLED", 0),
+    "pciBusID": ("PCI_BUS_ID", 0),
+    "pciDeviceID": ("PCI_DEVICE_ID", 0),
+    "pciDomainID": ("PCI_DOMAIN_ID", 0),
+    "tccDriver": ("TCC_DRIVER", 0),
+    "asyncEngineCount": ("ASYNC_ENGINE_COUNT", 2),
+    "memoryClockRate": ("MEMORY_CLOCK_RATE", 2619000),
+    "memoryBusWidth": ("GLOBAL_MEMORY_BUS_WIDTH", 5120),
+    "l2CacheSize": ("L2_CACHE_SIZE", 52428800),
+    "maxThreadsPerMultiProcessor": ("MAX_THREADS_PER_MULTIPROCESSOR", 2048),
+}
+
+
+def _attribute_method(name, attr, on_host):
+    def method(self):
+        value = self._ask(lambda: on_host, lambda dev: getattr(dev, attr))
+        return bool(value) if name in _BOOLEAN else int(value)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"DeviceInfo::{name}() (CUDA's {attr})."
+    return method
+
+
+_BOOLEAN = {"kernelExecTimeoutEnabled", "integrated", "concurrentKernels", "ECCEnabled", "tccDriver"}
+for _name, (_attr, _host) in _ATTRIBUTES.items():
+    setattr(DeviceInfo, _name, _attribute_method(_name, _attr, _host))
 
 
 def unsupported(name):

@@ -221,6 +221,20 @@ class GpuMat:
         from .interop import wrap_foreign
         wrap_foreign(self, obj)
 
+    @staticmethod
+    def from_dlpack(src):
+        """``cv2.cuda_GpuMat.from_dlpack(src)`` (OpenCV 5): a GpuMat over the memory of an
+        object that exports DLPack, no copy; for a lazycv GpuMat, a view of all of it."""
+        with STATE.lock:
+            if isinstance(src, GpuMat):
+                if src.empty():
+                    raise cv_error("GpuMat::from_dlpack", "src is empty", StsBadArg)
+                return GpuMat(src, (0, 0, src._cols, src._rows))
+            from .interop import wrap_dlpack
+            m = GpuMat()
+            wrap_dlpack(m, src)
+            return m
+
     @classmethod
     def _lazy(cls, node):
         m = cls.__new__(cls)

@@ -132,6 +132,45 @@ def wrap_foreign(mat, obj):
     _bind_array(mat, arr, owner=obj)
 
 
+def wrap_dlpack(mat, obj):
+    """``GpuMat.from_dlpack``: make ``mat`` a view of the memory ``obj`` exports through DLPack
+    (no copy). The CPU backend takes host memory, the CUDA backend device memory (through cupy
+    or torch, whichever is installed: numba reads only __cuda_array_interface__)."""
+    func = "GpuMat::from_dlpack"
+    if not hasattr(obj, "__dlpack__"):
+        raise cv_error(func, f"src must export DLPack (__dlpack__), got {type(obj).__name__}", StsBadArg)
+    be = runtime.backend()
+    try:
+        kind = int(obj.__dlpack_device__()[0])
+    except Exception:
+        kind = None
+    if not be.is_device:
+        if kind not in (None, 1, 3):        # kDLCPU, kDLCUDAHost (pinned host memory)
+            raise cv_error(func, f"the {STATE.backend_name} backend wraps host memory; src is on DLPack "
+                                 f"device type {kind} (download it first)", StsBadArg)
+        arr = np.from_dlpack(obj)
+    else:
+        if kind not in (None, 2, 13):       # kDLCUDA, kDLCUDAManaged
+            raise cv_error(func, f"the cuda backend wraps device memory; src is on DLPack device "
+                                 f"type {kind} (upload it instead)", StsBadArg)
+        arr = _device_from_dlpack(func, obj)
+    _bind_array(mat, be.from_foreign(arr), owner=arr)
+
+
+def _device_from_dlpack(func, obj):
+    try:
+        import cupy
+        return cupy.from_dlpack(obj)
+    except ImportError:
+        pass
+    try:
+        import torch
+        return torch.from_dlpack(obj)
+    except ImportError:
+        raise cv_error(func, "importing DLPack memory on CUDA needs cupy or torch (or pass an object "
+                             "with __cuda_array_interface__ to cv2.cuda_GpuMat)", StsBadArg)
+
+
 def _bind_array(mat, arr, owner):
     shape = tuple(arr.shape)
     if len(shape) == 2:

@@ -43,7 +43,12 @@ def split(src, dst=None, stream=None):
 
 @cuda_api("merge")
 def merge(src, dst=None, stream=None):
-    """cv2.cuda.merge(list of GpuMats[, dst[, stream]]) -> GpuMat."""
+    """cv2.cuda.merge(list of GpuMats[, dst[, stream]]) -> dst, or a numpy array without dst.
+
+    OpenCV's binding takes a list of GpuMats (not an InputArray), so without ``dst`` its first
+    overload, the host-array one, answers: the merged image comes back downloaded, as a numpy
+    array (opencv/opencv#17910: by design). Code written for OpenCV relies on that; a GpuMat
+    ``dst`` (an empty ``cv2.cuda_GpuMat()`` will do) keeps the result on the device, lazy."""
     func = "merge"
     if not isinstance(src, (list, tuple)) or not src:
         raise cv_error(func, "src must be a non-empty list of GpuMats", StsBadArg)
@@ -57,6 +62,10 @@ def merge(src, dst=None, stream=None):
     if cn > MAX_CHANNELS:
         raise cv_error(func, f"the merged image would have {cn} channels (at most {MAX_CHANNELS})", StsBadArg)
     nd = node("merge", [m._value(func, "src") for m in mats], (), (), first._rows, first._cols, first._depth, cn)
+    if dst is None:
+        check_stream(func, stream)
+        out = result(func, nd, None, stream)
+        return out.download() if stream is None else out.download(stream)
     return result(func, nd, dst, stream)
 
 
