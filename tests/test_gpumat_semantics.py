@@ -189,3 +189,15 @@ def test_device_info_answers_opencvs_queries():
     assert total >= free > 0
     assert len(info.maxThreadsDim()) == 3 and min(info.maxThreadsDim()) >= 1
     assert len(info.maxGridSize()) == 3 and info.maxGridSize()[0] >= 65535
+
+
+@pytest.mark.sim
+def test_cuda_ptr_is_an_address_on_every_backend(rng):
+    """OpenCV's test_cuda_interop asserts ``cudaPtr() != 0`` for an uploaded GpuMat; a ROI's
+    address is its parent's moved by the ROI's offset (step per row, elemSize per column)."""
+    g = upload(rand_image(rng, 6, 8, 3, np.uint8))
+    base = g.cudaPtr()
+    assert base != 0
+    roi = cv2.cuda_GpuMat(g, (2, 1, 4, 3))
+    assert roi.cudaPtr() == base + 1 * g.step + 2 * g.elemSize()
+    assert cv2.cuda_GpuMat().cudaPtr() == 0

@@ -371,6 +371,8 @@ class CudaBackend(Backend):
             stream.synchronize()
 
     def pointer(self, buf):
+        if self.simulator:               # the simulator's device memory is a host array
+            return buf._ary.ctypes.data
         return buf.device_ctypes_pointer.value or 0
 
     def from_foreign(self, obj):
