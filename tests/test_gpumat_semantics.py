@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from .conftest import assert_close, rand_image, upload
+from .conftest import BACKEND, assert_close, rand_image, upload
 
 
 def pending(a):
@@ -201,3 +201,23 @@ def test_cuda_ptr_is_an_address_on_every_backend(rng):
     roi = cv2.cuda_GpuMat(g, (2, 1, 4, 3))
     assert roi.cudaPtr() == base + 1 * g.step + 2 * g.elemSize()
     assert cv2.cuda_GpuMat().cudaPtr() == 0
+
+
+@pytest.mark.sim
+@pytest.mark.skipif(BACKEND != "cuda", reason="imports device memory from cupy/torch on a real GPU")
+def test_from_dlpack_wraps_a_device_tensor_without_a_copy(rng):
+    a = rand_image(rng, 5, 7, 3, np.float32)
+    try:
+        import cupy
+        t = cupy.asarray(a)
+        ptr = t.data.ptr
+    except ImportError:
+        torch = pytest.importorskip("torch")
+        t = torch.from_numpy(a).cuda()
+        ptr = t.data_ptr()
+    g = cv2.cuda_GpuMat.from_dlpack(t)
+    assert (g.size(), g.type()) == ((7, 5), cv2.CV_32FC3)
+    assert g.cudaPtr() == ptr
+    np.testing.assert_array_equal(cv2.cuda.multiply(g, (2, 2, 2)).download(), a * 2)
+    with pytest.raises(cv2.error, match="device memory.*from_dlpack"):
+        cv2.cuda_GpuMat.from_dlpack(a)                   # host memory: upload it instead
