@@ -242,16 +242,19 @@ def before_read(alloc, exclude=None):
 
 def before_write(alloc, whole=False, exclude=None):
     """WAR/WAW before ``alloc`` is overwritten. Returns True when the caller may write in place,
-    False when it renamed the buffer (``whole`` writes of unexported buffers only)."""
-    alloc.constant = None
+    False when it renamed the buffer (``whole`` writes of unexported buffers only).
+
+    The memory stops holding a known fill (``alloc.constant``) only after the pending work is
+    done: a pending ``setTo`` flushed here marks its region constant as it completes, and
+    that mark must not outlive this write (a later read would take the old fill's value)."""
     before_read(alloc, exclude)
     readers = readers_of(alloc.buf, exclude)
-    if not readers:
-        return True
-    if whole and not alloc.exported:
-        alloc.buf = STATE.backend.alloc(alloc.buf.shape[0], alloc.buf.shape[1], alloc.buf.dtype)
-        return True
-    flush(readers)
+    if readers:
+        if whole and not alloc.exported:
+            alloc.buf = STATE.backend.alloc(alloc.buf.shape[0], alloc.buf.shape[1], alloc.buf.dtype)
+        else:
+            flush(readers)
+    alloc.constant = None
     return True
 
 

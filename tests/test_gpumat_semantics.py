@@ -221,3 +221,23 @@ def test_from_dlpack_wraps_a_device_tensor_without_a_copy(rng):
     np.testing.assert_array_equal(cv2.cuda.multiply(g, (2, 2, 2)).download(), a * 2)
     with pytest.raises(cv2.error, match="device memory.*from_dlpack"):
         cv2.cuda_GpuMat.from_dlpack(a)                   # host memory: upload it instead
+
+
+@pytest.mark.sim
+def test_a_roi_read_before_a_set_to_sees_the_new_upload_every_frame():
+    """A frame's upload completes the previous frame's pending ``setTo`` on a ROI, which marks
+    that region as holding the fill; the upload must clear the mark after that, or the next
+    read of the ROI takes the old fill's value instead of the new frame (found by a chain probe:
+    58 on every second frame where OpenCV gives 11 + frame)."""
+    g = cv2.cuda_GpuMat()
+    got = []
+    for frame in range(5):
+        g.upload(np.full((8, 8), 10 + frame, np.uint8))
+        roi = cv2.cuda_GpuMat(g, (2, 2, 3, 3))
+        x = cv2.cuda.add(roi, 1)          # reads the ROI ...
+        roi.setTo(57)                     # ... which is overwritten afterwards
+        got.append(int(x.download()[0, 0]))     # (the setTo stays pending into the next frame)
+    assert got == [11 + f for f in range(5)]
+    last = np.full((8, 8), 14, np.uint8)
+    last[2:5, 2:5] = 57
+    np.testing.assert_array_equal(g.download(), last)
