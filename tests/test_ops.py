@@ -548,3 +548,18 @@ def test_every_with_scalar_form(rng, name):
     assert_close(getattr(cv2.cuda, name)(upload(a), s).download(), ref, 0)
     with pytest.raises(cv2.error, match=name):
         getattr(cv2.cuda, name)(upload(a), upload(a))
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("interpolation", [cv2.INTER_NEAREST, cv2.INTER_LINEAR, cv2.INTER_CUBIC, cv2.INTER_AREA])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32, np.float32])
+def test_resize_to_the_same_size_copies_as_opencv(rng, interpolation, dtype):
+    """cv::resize (CPU and CUDA) copies when the output size equals the input's — also when
+    fx/fy round back to it (0.8 of 2 pixels), and for 8S/32S in every mode (found by a chain
+    probe: lazycv resampled by 1/0.8)."""
+    a = rand_image(rng, 2, 2, 3, dtype)
+    g = upload(a)
+    np.testing.assert_array_equal(
+        cv2.cuda.resize(g, (0, 0), fx=0.8, fy=0.8, interpolation=interpolation).download(),
+        cv2.resize(a, (0, 0), fx=0.8, fy=0.8, interpolation=interpolation))
+    np.testing.assert_array_equal(cv2.cuda.resize(g, (2, 2), interpolation=interpolation).download(), a)

@@ -132,6 +132,11 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
     if dw * dh * m._cn > runtime.SURELY_FITS:                 # (recording is the hot path)
         runtime.check_fits(func, dh, dw, m._depth, m._cn)
     interpolation = int(interpolation)
+    if (dw, dh) == (m._cols, m._rows) and (interpolation in FUSED or interpolation in FALLBACK):
+        # OpenCV (CPU and CUDA) copies when the size does not change, whatever the mode and
+        # depth: also when fx, fy round back to the source's size (they would otherwise resample)
+        nd = node("crop", [m._value(func)], (), (0, 0), dh, dw, m._depth, m._cn)
+        return result(func, nd, dst, stream)
     if m._depth in _NEAREST_ONLY and interpolation in _NO_8S_32S:
         # OpenCV (CPU and CUDA) resizes 8S and 32S only by nearest neighbour (and CPU by
         # LINEAR_EXACT, which the fallback runs)
