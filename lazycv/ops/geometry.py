@@ -40,7 +40,7 @@ class Resize(OpDef):
             iy = ctx.let(f"min({ctx.spell('floor_i32', f'{y} * {sy}')}, {sh} - 1)", "y")
             ix = ctx.let(f"min({ctx.spell('floor_i32', f'{x} * {sx}')}, {sw} - 1)", "x")
             return list(ctx.read(src, iy, ix))
-        y0, y1, fy = self._axis(ctx, y, sy, sh, mapping)
+        y0, y1, fy = self._axis(ctx, y, sy, sh, mapping, rows=True)
         x0, x1, fx = self._axis(ctx, x, sx, sw, mapping)
         p00, p01 = ctx.read(src, y0, x0), ctx.read(src, y0, x1)
         p10, p11 = ctx.read(src, y1, x0), ctx.read(src, y1, x1)
@@ -57,8 +57,12 @@ class Resize(OpDef):
         return out
 
     @staticmethod
-    def _axis(ctx, d, scale, size, mapping):
-        """(i0, i1, frac) along one axis, clamped at the borders as cv::resize does."""
+    def _axis(ctx, d, scale, size, mapping, rows=False):
+        """(i0, i1, frac) along one axis, clamped at the borders as cv::resize does: a column
+        past the border takes the edge pixel alone (its weight set to 0, as OpenCV's column
+        table does); a row past it keeps both weights and reads the edge row twice (OpenCV's
+        row table keeps 1 - fy, fy and clamps only the row index; the 8U vertical pass rounds
+        each term apart, so the two forms can differ by 1)."""
         if mapping == "cpu":
             f = ctx.let(f"np.float32(({d} + 0.5) * {scale} - 0.5)", "f")
         else:
@@ -67,8 +71,12 @@ class Resize(OpDef):
         # a 64-bit min/max is four instructions on a GPU)
         last = ctx.let(f"np.int32({size} - 1)", "i")
         i = ctx.let(ctx.spell("floor_i32", f), "i")
-        frac = ctx.let(f"np.float32(0) if ({i} < np.int32(0) or {i} >= {last}) else {f} - np.float32({i})", "f")
         i0 = ctx.let(f"min(max({i}, np.int32(0)), {last})", "i")
+        if rows and mapping == "cpu":
+            frac = ctx.let(f"{f} - np.float32({i})", "f")
+            i1 = ctx.let(f"min(max(np.int32({i} + 1), np.int32(0)), {last})", "i")
+            return i0, i1, frac
+        frac = ctx.let(f"np.float32(0) if ({i} < np.int32(0) or {i} >= {last}) else {f} - np.float32({i})", "f")
         i1 = ctx.let(f"min(np.int32({i0} + 1), {last})", "i")
         return i0, i1, frac
 
