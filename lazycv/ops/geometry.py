@@ -142,9 +142,14 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
     interpolation = int(interpolation)
     if (dw, dh) == (m._cols, m._rows) and (interpolation in FUSED or interpolation in FALLBACK):
         # OpenCV (CPU and CUDA) copies when the size does not change, whatever the mode and
-        # depth: also when fx, fy round back to the source's size (they would otherwise resample)
-        nd = node("crop", [m._value(func)], (), (0, 0), dh, dw, m._depth, m._cn)
-        return result(func, nd, dst, stream)
+        # depth: also when fx, fy round back to the source's size (they would otherwise
+        # resample by 1/fx). A fused mode samples at scale 1, which is that copy, and stays the
+        # same kernel (no recompile when a size happens to match); others copy.
+        if interpolation in FUSED and not (m._depth in _NEAREST_ONLY and interpolation in _NO_8S_32S):
+            scale_x = scale_y = 1.0
+        else:
+            nd = node("crop", [m._value(func)], (), (0, 0), dh, dw, m._depth, m._cn)
+            return result(func, nd, dst, stream)
     if m._depth in _NEAREST_ONLY and interpolation in _NO_8S_32S:
         # OpenCV (CPU and CUDA) resizes 8S and 32S only by nearest neighbour (and CPU by
         # LINEAR_EXACT, which the fallback runs)
