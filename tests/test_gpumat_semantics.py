@@ -241,3 +241,38 @@ def test_a_roi_read_before_a_set_to_sees_the_new_upload_every_frame():
     last = np.full((8, 8), 14, np.uint8)
     last[2:5, 2:5] = 57
     np.testing.assert_array_equal(g.download(), last)
+
+
+@pytest.mark.sim
+def test_swap_of_a_pending_result_carries_its_views_along(rng):
+    """swap exchanges headers: a view of the pending result views the memory the other header
+    now owns, and a write through it lands there (the view was cut off and its write lost)."""
+    a = rand_image(rng, 3, 4, 1, np.uint8)
+    b = np.full((3, 4), 9, np.uint8)
+    p = cv2.cuda.add(upload(a), 1)
+    v = p.row(0)
+    q = upload(b)
+    p.swap(q)
+    v.setTo(0)
+    want = cv2.add(a, 1)
+    want[0] = 0
+    np.testing.assert_array_equal(q.download(), want)
+    np.testing.assert_array_equal(p.download(), b)
+
+
+def test_empty_ranges_and_rects_give_an_empty_gpumat_as_opencv(rng):
+    g = upload(rand_image(rng, 5, 6, 3, np.uint8))
+    for m in (g.rowRange(2, 2), g.colRange(3, 3), cv2.cuda_GpuMat(g, (0, 0, 0, 2)), cv2.cuda_GpuMat(g, (1, 1, 3, 0))):
+        assert m.empty() and m.size() == (0, 0) and not m.isContinuous()
+    with pytest.raises(cv2.error, match="outside the parent"):
+        cv2.cuda_GpuMat(g, (0, 0, -1, 2))
+    assert not cv2.cuda_GpuMat().isContinuous()
+
+
+def test_a_1d_array_uploads_as_a_column_and_locate_roi_takes_opencvs_arguments(rng):
+    a = rng.random(7).astype(np.float32)
+    g = upload(a)
+    assert g.size() == (1, 7) and g.type() == cv2.CV_32FC1
+    np.testing.assert_array_equal(g.download(), a.reshape(7, 1))
+    roi = cv2.cuda_GpuMat(upload(rand_image(rng, 5, 6, 1, np.uint8)), (1, 2, 3, 2))
+    assert roi.locateROI((0, 0), (0, 0)) == roi.locateROI() == ((6, 5), (1, 2))

@@ -61,6 +61,8 @@ def host_array_info(func, arr):
     """(rows, cols, depth, cn, 2-D row view) of a numpy image, or a clear error."""
     if not isinstance(arr, np.ndarray):
         raise cv_error(func, f"expected a numpy.ndarray, got {type(arr).__name__}", StsBadArg)
+    if arr.ndim == 1:                    # OpenCV: a 1-D array is a column (N rows, 1 column)
+        arr = arr.reshape(-1, 1)
     if arr.ndim == 2:
         rows, cols, cn = arr.shape[0], arr.shape[1], 1
     elif arr.ndim == 3 and 1 <= arr.shape[2] <= MAX_CHANNELS:
@@ -181,11 +183,13 @@ class GpuMat:
             x, x1 = _range_arg("GpuMat", cr, m._cols)
             w, h = x1 - x, y1 - y
         check(not m.empty(), "GpuMat", "cannot take a ROI of an empty GpuMat", StsBadSize)
-        check(0 <= x and 0 <= y and w > 0 and h > 0 and x + w <= m._cols and y + h <= m._rows,
+        check(0 <= x and 0 <= y and w >= 0 and h >= 0 and x + w <= m._cols and y + h <= m._rows,
               "GpuMat", f"ROI (x={x}, y={y}, w={w}, h={h}) is outside the parent "
                         f"{m._cols}x{m._rows} (0 <= roi.x && 0 <= roi.width && roi.x + roi.width <= m.cols "
                         f"&& 0 <= roi.y && 0 <= roi.height && roi.y + roi.height <= m.rows)", StsOutOfRange)
         self._depth, self._cn = m._depth, m._cn
+        if w == 0 or h == 0:             # OpenCV: an empty range or rect gives an empty GpuMat
+            return
         self._rows, self._cols = h, w
         if m._parent is not None and m._node is not None:    # a view of a lazy view: of its parent
             m, y, x = m._parent[0], m._parent[1] + y, m._parent[2] + x
@@ -427,7 +431,7 @@ class GpuMat:
 
     def isContinuous(self):
         if self.empty():
-            return True
+            return False                 # OpenCV: an empty GpuMat has no flags set
         if self._alloc is None or self._rows == 1:
             return True
         return self._cols * self._cn == self._alloc.row_elems
@@ -476,7 +480,11 @@ class GpuMat:
                 a, b = getattr(self, f), getattr(other, f)
                 setattr(self, f, b)
                 setattr(other, f, a)
-            for m in (self, other):
+            for m, old in ((self, other), (other, self)):
+                for r in m._views or ():          # views of a pending result follow its header
+                    v = r()
+                    if v is not None and v._parent is not None and v._parent[0] is old:
+                        v._parent = (m,) + v._parent[1:]
                 if m._node is not None:
                     runtime.register_pending(m)
 
@@ -556,8 +564,10 @@ class GpuMat:
     def col(self, x):
         return GpuMat(self, (0, -1), (x, x + 1))
 
-    def locateROI(self):
-        """(wholeSize, ofs): the parent's size and this view's offset, both as (x, y) pairs."""
+    def locateROI(self, wholeSize=None, ofs=None):
+        """(wholeSize, ofs): the parent's size and this view's offset, both as (x, y) pairs.
+        (OpenCV's binding takes the two as arguments it cannot fill; they are accepted and
+        the answer is returned.)"""
         if self._alloc is None:
             if self._parent is not None:
                 p, y, x = self._parent
