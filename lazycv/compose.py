@@ -191,8 +191,11 @@ class Resize(Step):
     name = "resize"
 
     def __init__(self, dsize, fx=0, fy=0, interpolation=cv2.INTER_LINEAR):
-        self.dsize = None if dsize is None else tuple(dsize)
-        self.fx, self.fy, self.interpolation = fx, fy, int(interpolation)
+        from .ops.common import int_arg, size_arg
+        func = "lazycv::resize"
+        self.dsize = None if dsize is None else size_arg(func, dsize)
+        self.fx, self.fy = _number(func, fx, "fx"), _number(func, fy, "fy")
+        self.interpolation = int_arg(func, interpolation, "interpolation")
 
     def apply(self, m, stream=None):
         from .ops.geometry import resize

@@ -55,7 +55,10 @@ class ItemTemplate:
             v = stack.pop()
             if v is root or v.is_source or id(v) in seen:
                 continue
-            if v.result is not None or v.seq < since:
+            if v.result is not None or v.seq < since or not v.inputs:
+                # (a node of no inputs is a value, not a step over this item: a region of the
+                # input that holds a setTo fill reads as its fill node, whose value is this
+                # item's alone — another item's region may hold another fill or an image)
                 return None
             seen.add(id(v))
             order.append(v)

@@ -266,7 +266,32 @@ def test_a_setto_filled_input_then_a_batch(rng):
     lambda f: lazycv.convert(np.float32, "a"),
     lambda f: lazycv.normalize(None, None),
     lambda f: lazycv.normalize((0.5, float("nan")), 1.0),
-], ids=["crop-returns-none", "cvt_color-code", "convert-alpha", "normalize-none", "normalize-nan"])
+    lambda f: lazycv.resize(5),
+    lambda f: lazycv.resize((4, 4, 4)),
+    lambda f: lazycv.resize((4, 4), interpolation="x"),
+    lambda f: lazycv.resize(None, fx="a", fy=1),
+], ids=["crop-returns-none", "cvt_color-code", "convert-alpha", "normalize-none", "normalize-nan",
+        "resize-dsize-number", "resize-dsize-3", "resize-interpolation", "resize-fx"])
 def test_bad_step_arguments_raise_cv2_errors(make):
     with pytest.raises(cv2.error, match="lazycv::"):
         make(np.zeros((20, 30, 3), np.uint8))
+
+
+def test_a_crop_of_constant_inputs_reads_each_items_own_values(rng):
+    """A region of an input that holds a setTo fill reads as that fill's value: an item
+    template must not replay the first item's fill for the next items (they read 10 where the
+    frames held 200, 7 and 99; found by a compose probe)."""
+    p = lazycv.compose(lazycv.crop((1, 1, 4, 3)), lazycv.convert(np.float32), lazycv.write())
+    assert p(cv2.cuda_GpuMat(6, 8, cv2.CV_8UC1, 10))[0, 0] == 10
+    assert p(cv2.cuda_GpuMat(6, 8, cv2.CV_8UC1, 200))[0, 0] == 200
+    g1, g2, g3 = cv2.cuda_GpuMat(), cv2.cuda_GpuMat(), cv2.cuda_GpuMat()
+    img = rand_image(rng, 6, 8, 1, np.uint8)
+    g1.upload(np.zeros((6, 8), np.uint8))
+    g2.upload(img)
+    g3.upload(np.zeros((6, 8), np.uint8))
+    g1.setTo(7)
+    g3.setTo(99)
+    for _ in range(4):                   # the batch program's calls too
+        out = p([g1, g2, g3])
+        np.testing.assert_array_equal(out[:, 0, 0], [7, img[1, 1], 99])
+        np.testing.assert_array_equal(out[1], img[1:4, 1:5].astype(np.float32))

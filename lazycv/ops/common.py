@@ -99,6 +99,27 @@ def check_dst(func, dst):
         raise cv_error(func, f"dst must be a cv2.cuda.GpuMat, got {type(dst).__name__}", StsBadArg)
 
 
+def int_arg(func, v, name):
+    """An integer argument as OpenCV's binding parses one: a float with a fraction, a bool or
+    anything else is an error naming the argument (an integral float is taken)."""
+    if isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (numbers.Real, np.floating)) and not isinstance(v, bool) and float(v).is_integer():
+        return int(v)
+    raise cv_error(func, f"argument '{name}' is required to be an integer, got {v!r}", StsBadArg)
+
+
+def size_arg(func, v, name="dsize"):
+    """A (width, height) argument: a sequence of two integers (OpenCV's Size)."""
+    try:
+        n = len(v)
+    except TypeError:
+        n = None
+    if n != 2:
+        raise cv_error(func, f"{name} must be (width, height), got {v!r}", StsBadArg)
+    return int_arg(func, v[0], name + "[0]"), int_arg(func, v[1], name + "[1]")
+
+
 def depth_arg(func, dtype, default):
     """OpenCV's ``dtype``/``rtype`` argument: -1 keeps ``default``; a full type code gives its depth."""
     if dtype is None or int(dtype) < 0:

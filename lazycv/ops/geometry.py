@@ -12,7 +12,7 @@ from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat,
 from .. import runtime
 from ..runtime import STATE
 from .base import OpDef, saturate
-from .common import cuda_api, node, result, src_mat
+from .common import cuda_api, int_arg, node, result, size_arg, src_mat
 from .fallback import cpu_fallback
 
 FUSED = (cv2.INTER_NEAREST, cv2.INTER_LINEAR)
@@ -108,10 +108,7 @@ class Resize(OpDef):
 def output_size(func, src_w, src_h, dsize, fx, fy):
     """(dst_w, dst_h, scale_x, scale_y) by cv::resize's rules."""
     if dsize is not None:
-        try:
-            dw, dh = int(dsize[0]), int(dsize[1])
-        except Exception:
-            raise cv_error(func, f"dsize must be (width, height), got {dsize!r}", StsBadArg)
+        dw, dh = size_arg(func, dsize)
     else:
         dw = dh = 0
     if dw < 0 or dh < 0:
@@ -139,7 +136,7 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
     dw, dh, scale_x, scale_y = output_size(func, m._cols, m._rows, dsize, fx, fy)
     if dw * dh * m._cn > runtime.SURELY_FITS:                 # (recording is the hot path)
         runtime.check_fits(func, dh, dw, m._depth, m._cn)
-    interpolation = int(interpolation)
+    interpolation = int_arg(func, interpolation, "interpolation")
     if (dw, dh) == (m._cols, m._rows) and (interpolation in FUSED or interpolation in FALLBACK):
         # OpenCV (CPU and CUDA) copies when the size does not change, whatever the mode and
         # depth: also when fx, fy round back to the source's size (they would otherwise
