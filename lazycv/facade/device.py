@@ -181,9 +181,9 @@ class DeviceInfo:
         return True
 
 
-# DeviceInfo's plain properties: OpenCV's name -> (the CUDA device attribute, numba-cuda's name
-# for it; what the CPU backend's virtual device answers: a Hopper-class GPU's value, so code
-# that sizes its work by them takes its usual path)
+# DeviceInfo's plain properties: OpenCV's name -> (the CUDA device attribute, as numba-cuda's
+# Device names it; what the CPU backend's virtual device answers: a Hopper-class GPU's value, so
+# code that sizes its work by them takes its usual path)
 _ATTRIBUTES = {
     "sharedMemPerBlock": ("MAX_SHARED_MEMORY_PER_BLOCK", 49152),
     "regsPerBlock": ("MAX_REGISTERS_PER_BLOCK", 65536),
@@ -212,6 +212,9 @@ _ATTRIBUTES = {
 }
 
 
+_BOOLEAN = {"kernelExecTimeoutEnabled", "integrated", "concurrentKernels", "ECCEnabled", "tccDriver"}
+
+
 def _attribute_method(name, attr, on_host):
     def method(self):
         value = self._ask(lambda: on_host, lambda dev: getattr(dev, attr))
@@ -221,7 +224,6 @@ def _attribute_method(name, attr, on_host):
     return method
 
 
-_BOOLEAN = {"kernelExecTimeoutEnabled", "integrated", "concurrentKernels", "ECCEnabled", "tccDriver"}
 for _name, (_attr, _host) in _ATTRIBUTES.items():
     setattr(DeviceInfo, _name, _attribute_method(_name, _attr, _host))
 

@@ -148,7 +148,10 @@ def wrap_dlpack(mat, obj):
         if kind not in (None, 1, 3):        # kDLCPU, kDLCUDAHost (pinned host memory)
             raise cv_error(func, f"the {STATE.backend_name} backend wraps host memory; src is on DLPack "
                                  f"device type {kind} (download it first)", StsBadArg)
-        arr = np.from_dlpack(obj)
+        try:
+            arr = np.from_dlpack(obj)
+        except Exception as e:           # (a dtype or layout numpy cannot import)
+            raise cv_error(func, f"cannot import src: {e}", StsBadArg) from None
     else:
         if kind not in (None, 2, 13):       # kDLCUDA, kDLCUDAManaged
             raise cv_error(func, f"the cuda backend wraps device memory; src is on DLPack device "
@@ -158,17 +161,17 @@ def wrap_dlpack(mat, obj):
 
 
 def _device_from_dlpack(func, obj):
-    try:
-        import cupy
-        return cupy.from_dlpack(obj)
-    except ImportError:
-        pass
-    try:
-        import torch
-        return torch.from_dlpack(obj)
-    except ImportError:
-        raise cv_error(func, "importing DLPack memory on CUDA needs cupy or torch (or pass an object "
-                             "with __cuda_array_interface__ to cv2.cuda_GpuMat)", StsBadArg)
+    for name in ("cupy", "torch"):
+        try:
+            lib = __import__(name)
+        except ImportError:
+            continue
+        try:
+            return lib.from_dlpack(obj)
+        except Exception as e:           # (a dtype or layout the library cannot import)
+            raise cv_error(func, f"cannot import src through {name}: {e}", StsBadArg) from None
+    raise cv_error(func, "importing DLPack memory on CUDA needs cupy or torch (or pass an object "
+                         "with __cuda_array_interface__ to cv2.cuda_GpuMat)", StsBadArg)
 
 
 def _bind_array(mat, arr, owner):
