@@ -241,8 +241,9 @@ def before_read(alloc, exclude=None):
 
 
 def before_write(alloc, whole=False, exclude=None):
-    """WAR/WAW before ``alloc`` is overwritten. Returns True when the caller may write in place,
-    False when it renamed the buffer (``whole`` writes of unexported buffers only).
+    """WAR/WAW before ``alloc`` is overwritten: its pending writes are done, and its pending
+    readers are computed — or, for a ``whole`` write of unexported memory, keep the old buffer
+    while ``alloc`` takes a new one. The caller then writes in place (always True).
 
     The memory stops holding a known fill (``alloc.constant``) only after the pending work is
     done: a pending ``setTo`` flushed here marks its region constant as it completes, and

@@ -42,6 +42,9 @@ def save(fn, overload, cc):
     """Keep ``overload``'s (``fn``'s one compiled kernel) cubin for later processes. Best
     effort: a cache that cannot be written only costs the next process numba's slower path."""
     try:
+        cubin_path, meta_path = _paths(fn, cc)
+        if os.path.exists(meta_path):
+            return                 # (kept by an earlier process)
         lib = overload._codelibrary
         if lib._linking_files or getattr(lib, "use_cooperative", False):
             return                 # (a kernel that needs more than its cubin: none generated today)
@@ -49,9 +52,6 @@ def save(fn, overload, cc):
         code = bytes(getattr(cubin, "code", cubin))
         meta = {"format": FORMAT, "numba_cuda": _numba_cuda_version(), "entry": lib._entry_name,
                 "signature": signature_of(overload.argument_types)}
-        cubin_path, meta_path = _paths(fn, cc)
-        if os.path.exists(meta_path):
-            return
         for path, data, mode in ((cubin_path, code, "wb"), (meta_path, json.dumps(meta), "w")):
             tmp = f"{path}.{os.getpid()}.tmp"
             with open(tmp, mode) as f:

@@ -224,17 +224,19 @@ class CudaBackend(Backend):
         direct = self._direct.get(fn) if self.launch_mode != "dispatcher" else None
         if direct is None and self.launch_mode != "dispatcher" and not self.simulator \
                 and not fn.overloads:
-            direct = self._from_disk(fn, args)
+            types = _numba_types(args)
+            direct = self._from_disk(fn, types)
             if direct is None:
                 _load_array_registry_without_blas_probe()
-                direct = self._compile_apart(fn, args)
+                direct = self._compile_apart(fn, types)
         if direct is not None:
             try:
                 direct.launch(grid, args, stream)
                 return
             except _NotPackable:
                 pass
-        _load_array_registry_without_blas_probe()
+        if not fn.overloads:             # (the dispatcher is about to compile or load it)
+            _load_array_registry_without_blas_probe()
         if stream is None:
             fn[grid, BLOCK](*args)
         else:
@@ -258,15 +260,10 @@ class CudaBackend(Backend):
             self._cc = tuple(self.cuda.get_current_device().compute_capability)
         return self._cc
 
-    def _from_disk(self, fn, args):
+    def _from_disk(self, fn, types):
         """The direct launcher of ``fn`` from the cubin an earlier process kept (cubins), for
-        these arguments' types; None when there is none (numba then compiles or loads it)."""
-        if self.launch_mode != "driver":
-            return None
-        try:
-            from numba import typeof
-            types = tuple(typeof(a) for a in args)
-        except Exception:                # an argument numba cannot type: its own path decides
+        these argument types; None when there is none (numba then compiles or loads it)."""
+        if self.launch_mode != "driver" or types is None:
             return None
         got = cubins.load(fn, types, self._compute_capability())
         if got is None:
@@ -284,9 +281,9 @@ class CudaBackend(Backend):
         self._direct[fn] = direct
         return direct
 
-    def _compile_apart(self, fn, args):
-        """Compile (or load from the disk cache) ``fn`` for ``args`` on a worker thread and
-        return its direct launcher; None to leave it to the dispatcher.
+    def _compile_apart(self, fn, types):
+        """Compile (or load from the disk cache) ``fn`` for argument ``types`` on a worker
+        thread and return its direct launcher; None to leave it to the dispatcher.
 
         Numba's compiler catches exceptions internally and some outlive the compile in
         reference cycles; their tracebacks hold every frame below them. Compiled on the
@@ -295,12 +292,13 @@ class CudaBackend(Backend):
         results at the next flush (measured: an extra kernel and a recompile in a new process).
         On its own thread the compile's frames end at the thread."""
         import threading
-        from numba import typeof
+        if types is None:
+            return None
         out = {}
 
         def work():
             try:
-                out["kernel"] = fn.compile(tuple(typeof(a) for a in args))
+                out["kernel"] = fn.compile(types)
             except Exception:               # the dispatcher's own launch reports it to the caller
                 pass
         t = threading.Thread(target=work, name="lazycv-compile")
@@ -410,6 +408,16 @@ def _load_array_registry_without_blas_probe():
         pass
     finally:
         linalg.ensure_blas = probe
+
+
+def _numba_types(args):
+    """numba's types of a launch's arguments (what it compiles for); None when one has none
+    (the dispatcher's own launch then decides)."""
+    try:
+        from numba import typeof
+        return tuple(typeof(a) for a in args)
+    except Exception:
+        return None
 
 
 class _DevicePointer:

@@ -64,8 +64,7 @@ def merge(src, dst=None, stream=None):
     nd = node("merge", [m._value(func, "src") for m in mats], (), (), first._rows, first._cols, first._depth, cn)
     if dst is None:
         check_stream(func, stream)
-        out = result(func, nd, None, stream)
-        return out.download() if stream is None else out.download(stream)
+        return result(func, nd, None, stream).download(stream=stream)
     return result(func, nd, dst, stream)
 
 

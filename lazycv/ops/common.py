@@ -102,6 +102,8 @@ def check_dst(func, dst):
 def int_arg(func, v, name):
     """An integer argument as OpenCV's binding parses one: a float with a fraction, a bool or
     anything else is an error naming the argument (an integral float is taken)."""
+    if type(v) is int:                   # (the common case first: resize's is per call)
+        return v
     if isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, bool):
         return int(v)
     if isinstance(v, (numbers.Real, np.floating)) and not isinstance(v, bool) and float(v).is_integer():
@@ -111,6 +113,8 @@ def int_arg(func, v, name):
 
 def size_arg(func, v, name="dsize"):
     """A (width, height) argument: a sequence of two integers (OpenCV's Size)."""
+    if type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
+        return v                         # (the common case, per call: no checks beyond these)
     try:
         n = len(v)
     except TypeError:
