@@ -216,8 +216,9 @@ class CvtColor(Step):
     name = "cvt_color"
 
     def __init__(self, code, dcn=0):
-        self.code = _number("lazycv::cvt_color", code, "code", int)
-        self.dcn = _number("lazycv::cvt_color", dcn, "dcn", int)
+        from .ops.common import int_arg
+        self.code = int_arg("lazycv::cvt_color", code, "code")
+        self.dcn = 0 if dcn is None else int_arg("lazycv::cvt_color", dcn, "dcn")
 
     def apply(self, m, stream=None):
         from .ops.color import cvtColor

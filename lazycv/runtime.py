@@ -58,6 +58,9 @@ class State:
         self.shared_bufs = weakref.WeakValueDictionary()
         self.any_shared = False              # cheap test before looking in shared_bufs
         self.capture = None                  # a list while a batch program is captured (capturing)
+        # streams of other code (wrapStream) that calls named since the last flush, by id:
+        # each waits for the flush's launches (foreign_stream_call)
+        self.foreign_streams = {}
 
     def kernel_cache(self):
         c = self.caches.get(self.backend_name)
@@ -269,67 +272,90 @@ def flush(requested=()):
     result cannot break every later flush.
     """
     with STATE.lock:
-        rec = ir.new_recording()
-        # a view of a pending result lives in its parent's memory: the parent is computed
-        requested = [_owner(m) for m in requested]
-        mats, have = [], set()
-        for m in live_pending() + requested:
-            m = _owner(m)
-            if m._node is not None and id(m) not in have:
-                mats.append(m)
-                have.add(id(m))
-        count_recorded()
-        STATE.since_flush = STATE.counted = 0
-        if not mats:
-            return
-        req = {id(m) for m in requested}
-        key = STATE.plans.replay_key(rec, mats, req, STATE.fuse)
-        replay = STATE.plans.replay(key, STATE.stats)
-        if replay is not None and replay.program and _run_program(replay, rec, mats):
-            _let_go_of_history()
-            return
-        if replay is not None:
-            sinks, kernels, phases = replay.thaw(rec, mats)
-            plan = lambda values, by_node: (kernels, phases)      # noqa: E731
-        else:
-            graph = Graph([m._node for m in mats])
-            sinks = [m for m in mats
-                     if id(m) in req or m._alloc is not None or not graph.is_consumed(m._node)]
-
-            def plan(values, by_node):
-                def build():
-                    kernels = planner.plan(values, STATE.fuse)
-                    return kernels, launch_plan(kernels, by_node)
-                return STATE.plans.plan(values, graph, by_node, STATE.fuse, build, STATE.stats)
-        if not sinks:
-            return
-        STATE.stats["flushes"] += 1
-        # a replay's first run as a program of its own (lazycv.program), for the next replays;
-        # never one that writes into user memory (dst=: the key holds that, so it stays so)
-        capture = replay is not None and replay.program is None and STATE.capture is None
-        if capture and any(m._alloc is not None for m in sinks):
-            replay.program = capture = False
-        launch = replay.one_batched_launch() if capture else None
         try:
-            if launch is None:
-                kernels, phases = execute(sinks, plan)
-            else:
-                with capturing() as launches:
-                    kernels, phases = execute(sinks, plan)
-        except BaseException:
-            _forget(sinks)
-            STATE.computed.clear()
-            raise
+            _flush(requested)
+        finally:
+            if STATE.foreign_streams:
+                be = STATE.backend
+                for h in STATE.foreign_streams.values():
+                    be.order(None, h)
+                STATE.foreign_streams.clear()
+
+
+def foreign_stream_call(stream):
+    """A call named a stream of other code (``wrapStream``; torch's and cupy's streams do not
+    wait for the default stream as lazycv's own do). lazycv's later launches wait for what that
+    stream holds now, and the stream's later work waits for the next flush's launches, so the
+    call is ordered on it as OpenCV's call would be."""
+    if stream._is_foreign():
+        h = stream._handle()
+        STATE.backend.order(h, None)
+        STATE.foreign_streams[id(h)] = h
+
+
+def _flush(requested):
+    """flush's work (flush holds the lock)."""
+    rec = ir.new_recording()
+    # a view of a pending result lives in its parent's memory: the parent is computed
+    requested = [_owner(m) for m in requested]
+    mats, have = [], set()
+    for m in live_pending() + requested:
+        m = _owner(m)
+        if m._node is not None and id(m) not in have:
+            mats.append(m)
+            have.add(id(m))
+    count_recorded()
+    STATE.since_flush = STATE.counted = 0
+    if not mats:
+        return
+    req = {id(m) for m in requested}
+    key = STATE.plans.replay_key(rec, mats, req, STATE.fuse)
+    replay = STATE.plans.replay(key, STATE.stats)
+    if replay is not None and replay.program and _run_program(replay, rec, mats):
         _let_go_of_history()
-        if replay is None:
-            STATE.plans.remember(key, rec, mats, sinks, kernels, phases)
-        elif launch is not None:
-            replay.program = len(launches) == 1 and launches[0] is not None and FlushProgram.capture(
-                launches[0], launch, replay.plan.kernels, sinks, replay.sinks) or False
-        elif capture:
-            entry = replay.one_kernel()
-            replay.program = entry is not None and SingleFlushProgram.capture(
-                *phases[0][0][0][0], entry, sinks, replay.sinks) or False
+        return
+    if replay is not None:
+        sinks, kernels, phases = replay.thaw(rec, mats)
+        plan = lambda values, by_node: (kernels, phases)      # noqa: E731
+    else:
+        graph = Graph([m._node for m in mats])
+        sinks = [m for m in mats
+                 if id(m) in req or m._alloc is not None or not graph.is_consumed(m._node)]
+
+        def plan(values, by_node):
+            def build():
+                kernels = planner.plan(values, STATE.fuse)
+                return kernels, launch_plan(kernels, by_node)
+            return STATE.plans.plan(values, graph, by_node, STATE.fuse, build, STATE.stats)
+    if not sinks:
+        return
+    STATE.stats["flushes"] += 1
+    # a replay's first run as a program of its own (lazycv.program), for the next replays;
+    # never one that writes into user memory (dst=: the key holds that, so it stays so)
+    capture = replay is not None and replay.program is None and STATE.capture is None
+    if capture and any(m._alloc is not None for m in sinks):
+        replay.program = capture = False
+    launch = replay.one_batched_launch() if capture else None
+    try:
+        if launch is None:
+            kernels, phases = execute(sinks, plan)
+        else:
+            with capturing() as launches:
+                kernels, phases = execute(sinks, plan)
+    except BaseException:
+        _forget(sinks)
+        STATE.computed.clear()
+        raise
+    _let_go_of_history()
+    if replay is None:
+        STATE.plans.remember(key, rec, mats, sinks, kernels, phases)
+    elif launch is not None:
+        replay.program = len(launches) == 1 and launches[0] is not None and FlushProgram.capture(
+            launches[0], launch, replay.plan.kernels, sinks, replay.sinks) or False
+    elif capture:
+        entry = replay.one_kernel()
+        replay.program = entry is not None and SingleFlushProgram.capture(
+            *phases[0][0][0][0], entry, sinks, replay.sinks) or False
 
 
 def _owner(m):

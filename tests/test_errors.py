@@ -146,6 +146,10 @@ CASES = [
     # unknown colour code
     ("cvtColor-code-9999", "cvtColor", lambda i: cv2.cuda.cvtColor(i.u, 9999)),
     ("cvtColor-code-negative", "cvtColor", lambda i: cv2.cuda.cvtColor(i.u, -1)),
+    ("cvtColor-code-fraction", "cvtColor", lambda i: cv2.cuda.cvtColor(i.u, cv2.COLOR_BGR2GRAY + 0.5)),
+    ("cvtColor-code-string", "cvtColor", lambda i: cv2.cuda.cvtColor(i.u, "6")),
+    ("cvtColor-dcn-fraction", "cvtColor", lambda i: cv2.cuda.cvtColor(i.u, cv2.COLOR_BGR2RGB, dcn=3.5)),
+    ("compose-cvt_color-fraction", "cvt_color", lambda i: lazycv.cvt_color(cv2.COLOR_BGR2GRAY + 0.7)),
     # upload: wrong dtype, non-contiguous
     ("upload-int64", "upload", _bad_upload(np.zeros((3, 4), np.int64))),
     ("upload-uint64", "upload", _bad_upload(np.zeros((3, 4), np.uint64))),

@@ -120,13 +120,35 @@ def test_module_spellings_and_device_queries():
     assert info.deviceID() == cv2.cuda.getDevice()
     assert info.majorVersion() >= 3 and info.multiProcessorCount() >= 1 and info.isCompatible()
     assert info.totalMemory() >= info.freeMemory() > 0
-    m = cv2.cuda.createContinuous(3, 4, cv2.CV_8UC3)
-    assert m.size() == (4, 3) and m.type() == cv2.CV_8UC3 and m.isContinuous()
+    g = cv2.cuda_GpuMat(2, 2, cv2.CV_8UC1)
+    m = cv2.cuda.createContinuous(3, 4, cv2.CV_8UC3, g)
+    assert m is g and m.size() == (4, 3) and m.type() == cv2.CV_8UC3 and m.isContinuous()
     big = cv2.cuda_GpuMat(10, 10, cv2.CV_8UC1)
     assert cv2.cuda.ensureSizeIsEnough(5, 6, cv2.CV_8UC1, big).size() == (6, 5)
 
 
-@pytest.mark.parametrize("name, args", [("wrapStream", (0,)), ("fastNlMeansDenoising", (None, 3.0)),
+def test_create_continuous_without_a_gpumat_gives_a_host_array_as_opencvs_binding(rng):
+    """OpenCV's binding makes an output nobody passed a Mat: scripts hand the result to cv2's
+    CPU functions or download into it."""
+    m = cv2.cuda.createContinuous(3, 4, cv2.CV_8UC1)
+    assert isinstance(m, np.ndarray) and m.shape == (3, 4) and m.dtype == np.uint8 and m.flags.c_contiguous
+    a = rand_image(rng, 3, 4, 1, np.uint8)
+    upload(a).download(m)
+    np.testing.assert_array_equal(cv2.threshold(m, 100, 255, cv2.THRESH_BINARY)[1],
+                                  cv2.threshold(a, 100, 255, cv2.THRESH_BINARY)[1])
+    e = cv2.cuda.ensureSizeIsEnough(2, 5, cv2.CV_32FC3)
+    assert isinstance(e, np.ndarray) and e.shape == (2, 5, 3) and e.dtype == np.float32
+    assert cv2.cuda.ensureSizeIsEnough(1, 4, cv2.CV_32FC3, e) is e            # big enough: kept
+    assert cv2.cuda.createContinuous(2, 5, cv2.CV_32FC3, e) is e
+    assert cv2.cuda.createContinuous(5, 2, cv2.CV_32FC3, e).shape == (5, 2, 3)
+    assert cv2.cuda.ensureSizeIsEnough(3, 5, cv2.CV_32FC3, e).shape == (3, 5, 3)
+    with pytest.raises(cv2.error, match="createContinuous"):
+        cv2.cuda.createContinuous(3, 4, cv2.CV_8UC1, "arr")
+    with pytest.raises(cv2.error, match="ensureSizeIsEnough"):
+        cv2.cuda.ensureSizeIsEnough(-1, 4, cv2.CV_8UC1)
+
+
+@pytest.mark.parametrize("name, args", [("fastNlMeansDenoising", (None, 3.0)),
                                         ("nonLocalMeans", (None, 3.0, (7, 7)))])
 def test_what_lazycv_does_not_provide_raises_instead_of_aborting(name, args):
     if not hasattr(cv2.cuda, name):

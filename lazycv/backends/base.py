@@ -24,6 +24,19 @@ class Backend:
         "fma_f32": "np.float32(np.float64({}) * np.float64({}) + np.float64({}))",
     }
 
+    # Streams. The CPU backend and the simulator run everything in call order on no stream.
+    def default_stream(self):
+        """The stream lazycv's own launches go on (None: no real streams)."""
+        return None
+
+    def order(self, first, then):
+        """Work queued on stream ``then`` from now on waits for what stream ``first`` holds
+        now (None: the default stream). Nothing to order without real streams."""
+
+    def idle(self, stream):
+        """True when everything queued on ``stream`` (None: the default stream) is done."""
+        return True
+
     def constant_tables(self, ti, tf):
         """Per-item tables that many launches read, as ``launch_batched(tables=)`` takes them."""
         return ti, tf

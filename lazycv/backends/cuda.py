@@ -368,6 +368,23 @@ class CudaBackend(Backend):
         else:
             stream.synchronize()
 
+    def default_stream(self):
+        return None if self.simulator else self.cuda.default_stream()
+
+    def order(self, first, then):
+        if self.simulator:
+            return
+        ev = self.cuda.event(timing=False)
+        ev.record(first or self.cuda.default_stream())
+        ev.wait(then or self.cuda.default_stream())
+
+    def idle(self, stream):
+        if self.simulator:
+            return True
+        ev = self.cuda.event(timing=False)
+        ev.record(stream or self.cuda.default_stream())
+        return ev.query()
+
     def pointer(self, buf):
         if self.simulator:               # the simulator's device memory is a host array
             return buf._ary.ctypes.data

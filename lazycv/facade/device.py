@@ -2,8 +2,10 @@
 ``getCudaEnabledDeviceCount()`` takes its CUDA path (the CPU backend is one virtual device)."""
 import os
 
+import numpy as np
+
 from .. import runtime
-from .._types import split_type
+from .._types import DEPTH_DTYPE, split_type
 from ..errors import StsBadArg, StsNotImplemented, StsOutOfRange, cv_error
 from ..runtime import STATE
 
@@ -71,28 +73,45 @@ def createGpuMatFromCudaMemory(*args, **kw):
 
 
 def createContinuous(rows, cols, type, arr=None):
-    """A GpuMat of ``rows x cols`` with no gaps between rows (every lazycv allocation is one);
-    ``arr`` is reallocated when it differs."""
-    return ensureSizeIsEnough(rows, cols, type, arr, exact=True)
+    """``arr`` made ``rows x cols`` of ``type`` with no gaps between rows (every lazycv
+    allocation has none): a GpuMat ``arr`` is reallocated when it differs; without ``arr``, or
+    with a numpy one, a host array, as OpenCV's binding returns (scripts hand it to cv2's CPU
+    functions or download into it)."""
+    return _sized("createContinuous", rows, cols, type, arr, exact=True)
 
 
-def ensureSizeIsEnough(rows, cols, type, arr=None, exact=False):
-    """``arr`` when it already has ``type`` and at least ``rows x cols`` (as its top-left
-    region, OpenCV's rule), else a new GpuMat of that size and type."""
+def ensureSizeIsEnough(rows, cols, type, arr=None):
+    """``arr`` when it already has ``type`` and at least ``rows x cols`` (a GpuMat: its top-left
+    region, OpenCV's rule), else a new one; without ``arr`` a host array, as createContinuous."""
+    return _sized("ensureSizeIsEnough", rows, cols, type, arr, exact=False)
+
+
+def _sized(func, rows, cols, type, arr, exact):
     from .gpumat import GpuMat
-    if split_type(int(type)) is None:
-        raise cv_error("ensureSizeIsEnough", f"unsupported type {type}", StsBadArg)
-    if arr is not None and not isinstance(arr, GpuMat):
-        raise cv_error("ensureSizeIsEnough", f"arr must be a cv2.cuda.GpuMat, got {arr.__class__.__name__}",
-                       StsBadArg)
+    dc = split_type(int(type))
+    if dc is None:
+        raise cv_error(func, f"unsupported type {type}", StsBadArg)
     rows, cols = int(rows), int(cols)
-    if arr is not None and not arr.empty() and arr.type() == int(type):
+    if rows < 0 or cols < 0:
+        raise cv_error(func, f"rows and cols must be >= 0, got {rows}x{cols}", StsBadArg)
+    if arr is None or isinstance(arr, np.ndarray):
+        # OpenCV's binding: an output nobody passed is a Mat, so the caller gets a host array
+        shape = (rows, cols) if dc[1] == 1 else (rows, cols, dc[1])
+        dt = DEPTH_DTYPE[dc[0]]
+        if arr is not None and arr.dtype == dt and arr.ndim == len(shape) and arr.shape[2:] == shape[2:]:
+            if arr.shape[:2] == shape[:2] and arr.flags.c_contiguous:
+                return arr
+            if not exact and arr.shape[0] >= rows and arr.shape[1] >= cols:
+                return arr
+        return np.empty(shape, dt)
+    if not isinstance(arr, GpuMat):
+        raise cv_error(func, f"arr must be a cv2.cuda.GpuMat or a numpy array, got {arr.__class__.__name__}",
+                       StsBadArg)
+    if not arr.empty() and arr.type() == int(type):
         if (arr.rows, arr.cols) == (rows, cols):
             return arr
         if not exact and arr.rows >= rows and arr.cols >= cols:
             return GpuMat(arr, (0, 0, cols, rows))
-    if arr is None:
-        return GpuMat(rows, cols, int(type))
     arr.create(rows, cols, int(type))
     return arr
 
@@ -103,6 +122,31 @@ def setBufferPoolUsage(on):
 
 def setBufferPoolConfig(deviceId, stackSize, stackCount):
     """See setBufferPoolUsage (no effect)."""
+
+
+class BufferPool:
+    """``cv2.cuda.BufferPool(stream)``: scratch GpuMats for work on ``stream``. OpenCV takes
+    them from the stream's stack allocator; lazycv's own memory pool serves every GpuMat, so a
+    buffer is a new GpuMat of the size and type asked for (its contents undefined, as OpenCV's)."""
+
+    def __init__(self, stream):
+        from .stream import Stream
+        if not isinstance(stream, Stream):
+            raise cv_error("BufferPool", f"expected a cv2.cuda.Stream, got {type(stream).__name__}", StsBadArg)
+        self._stream = stream
+
+    def getBuffer(self, *args):
+        """``getBuffer(rows, cols, type)`` or ``getBuffer(size, type)``, size = (width, height)."""
+        from .gpumat import GpuMat
+        if len(args) not in (2, 3):
+            raise cv_error("BufferPool::getBuffer", f"expected (rows, cols, type) or (size, type), got "
+                                                    f"{len(args)} arguments", StsBadArg)
+        return GpuMat(*args)
+
+    def getAllocator(self):
+        raise cv_error("BufferPool::getAllocator", "not provided by lazycv: its own pool serves every "
+                                                   "GpuMat, there is no allocator object to hand out",
+                       StsNotImplemented)
 
 
 class DeviceInfo:
@@ -242,6 +286,6 @@ API = {f.__name__: f for f in (getCudaEnabledDeviceCount, getDevice, setDevice, 
                                printShortCudaDeviceInfo, printCudaDeviceInfo, createContinuous,
                                ensureSizeIsEnough, setBufferPoolUsage, setBufferPoolConfig)}
 API["DeviceInfo"] = DeviceInfo
+API["BufferPool"] = BufferPool
 # what a CPU-only OpenCV's cv2.cuda would abort on (install() replaces it only without CUDA)
-ABORTING = ("wrapStream", "BufferPool", "fastNlMeansDenoising", "fastNlMeansDenoisingColored",
-            "nonLocalMeans")
+ABORTING = ("fastNlMeansDenoising", "fastNlMeansDenoisingColored", "nonLocalMeans")

@@ -4,7 +4,7 @@ import cv2
 from ..ops import API
 from . import interop
 from .gpumat import GpuMat
-from .stream import Event, Stream
+from .stream import Event, Stream, wrapStream
 
 _MISSING = object()
 NATIVE = {}            # the CUDA-enabled build's own classes/functions, when present
@@ -36,7 +36,7 @@ def _functions():
     table.update(device.API)
     table.update(hostmem.API)
     table.update(GpuMat=GpuMat, Stream=Stream, Event=Event, Stream_Null=Stream.Null,
-                 Event_elapsedTime=Event.elapsedTime,
+                 Event_elapsedTime=Event.elapsedTime, wrapStream=wrapStream,
                  createGpuMatFromCudaMemory=device.createGpuMatFromCudaMemory)
     if not _native_cuda_build():
         table.update({n: device.unsupported(n) for n in device.ABORTING if n not in table})
@@ -53,7 +53,9 @@ def install():
     saved = []
     table = _functions()
     from .hostmem import HostMem
+    from .device import BufferPool
     top = {"cuda_GpuMat": GpuMat, "cuda_Stream": Stream, "cuda_Event": Event, "cuda_HostMem": HostMem,
+           "cuda_BufferPool": BufferPool,
            "cuda_Stream_Null": Stream.Null, "cuda_Event_elapsedTime": Event.elapsedTime}
     for name, value in table.items():
         saved.append((cuda, name, getattr(cuda, name, _MISSING)))

@@ -12,13 +12,19 @@ from ..runtime import STATE
 
 
 class Stream:
-    """A CUDA stream (numba-cuda stream on the cuda backend; a no-op elsewhere)."""
-    __slots__ = ("_flags", "_native", "_null", "__weakref__")
+    """A CUDA stream (numba-cuda stream on the cuda backend; a no-op elsewhere).
+
+    lazycv launches its fused kernels on the default stream when a result is needed, whatever
+    stream the calls named; a stream lazycv created is a blocking one, so the default stream
+    orders it. A stream of other code (``wrapStream``: torch's and cupy's are non-blocking) is
+    ordered explicitly: see ``runtime.join_foreign``."""
+    __slots__ = ("_flags", "_native", "_null", "_foreign", "__weakref__")
 
     def __init__(self, flags=0, allocator=None):
         if not isinstance(flags, int):
             allocator, flags = flags, 0
         self._flags, self._native, self._null = flags, None, False
+        self._foreign = None          # the address of a stream of other code (wrapStream)
 
     @classmethod
     def Null(cls):
@@ -33,22 +39,33 @@ class Stream:
         if not be.is_device or STATE.backend_name != "cuda":
             return None
         if self._native is None:
-            self._native = be.cuda.stream()
+            self._native = be.cuda.external_stream(self._foreign) if self._foreign else be.cuda.stream()
         return self._native
+
+    def _is_foreign(self):
+        """True when work of this stream needs explicit ordering against lazycv's launches."""
+        return self._foreign is not None and not self._null and STATE.backend_name == "cuda"
+
+    def _finish(self):
+        """Compute pending work and wait for it and for this stream's own queue (lazycv's
+        kernels ran on the default stream, which a wait on this stream alone would miss)."""
+        runtime.flush()
+        be = runtime.backend()
+        h = self._handle()
+        be.synchronize(be.default_stream() if h is not None else None)
+        if h is not None:
+            be.synchronize(h)
 
     def waitForCompletion(self):
         with STATE.lock:
-            runtime.flush()
-            runtime.backend().synchronize(self._handle())
+            self._finish()
 
     def queryIfComplete(self):
         with STATE.lock:
             runtime.flush()
+            be = runtime.backend()
             h = self._handle()
-            if h is None:
-                runtime.backend().synchronize(None)
-                return True
-            return h.query() if hasattr(h, "query") else True
+            return be.idle(None) and (h is None or be.idle(h))
 
     def waitEvent(self, event):
         if not isinstance(event, Event):
@@ -56,8 +73,17 @@ class Stream:
         event.waitForCompletion()
 
     def cudaPtr(self):
+        """The stream's CUDA handle. Without real streams (the CPU backend, the simulator) a
+        stream other than the null one answers a stable non-zero token, which ``wrapStream``
+        takes back, as code that checks ``cudaPtr() != 0`` expects."""
+        if self._null:
+            return 0
+        if self._foreign is not None:
+            return self._foreign
         h = self._handle()
-        return 0 if h is None else int(h.handle.value if hasattr(h.handle, "value") else h.handle)
+        if h is None:
+            return id(self)
+        return int(h.handle.value if hasattr(h.handle, "value") else h.handle)
 
     def __eq__(self, other):
         return self is other or (isinstance(other, Stream) and self._null and other._null)
@@ -75,9 +101,14 @@ class Event:
         self._flags, self._time = flags, None
 
     def record(self, stream=None):
+        if stream is not None and not isinstance(stream, Stream):
+            raise cv_error("Event::record", f"expected a cv2.cuda.Stream, got {type(stream).__name__}", StsBadArg)
         with STATE.lock:
-            runtime.flush()
-            runtime.backend().synchronize(None if stream is None else stream._handle())
+            if stream is None:
+                runtime.flush()
+                runtime.backend().synchronize(None)
+            else:
+                stream._finish()
             self._time = time.perf_counter()
 
     def waitForCompletion(self):
@@ -96,3 +127,22 @@ class Event:
             raise cv_error("Event::elapsedTime", "an event made with Event_DISABLE_TIMING has no time "
                                                  "(as CUDA's cudaEventElapsedTime)", StsBadArg)
         return (end._time - start._time) * 1000.0
+
+
+def wrapStream(cudaStreamMemoryAddress):
+    """``cv2.cuda.wrapStream(ptr)``: a Stream over a CUDA stream other code created (torch's
+    ``torch.cuda.current_stream().cuda_stream``, cupy's ``Stream.ptr``); 0 is the null stream.
+    lazycv neither synchronises it beyond what its calls ask nor destroys it."""
+    ptr = cudaStreamMemoryAddress
+    if isinstance(ptr, bool) or not isinstance(ptr, int) and not hasattr(ptr, "__index__"):
+        raise cv_error("wrapStream", f"cudaStreamMemoryAddress must be an integer address, got "
+                                     f"{type(ptr).__name__}", StsBadArg)
+    ptr = int(ptr.__index__())
+    if ptr < 0:
+        raise cv_error("wrapStream", f"cudaStreamMemoryAddress must be >= 0, got {ptr}", StsBadArg)
+    s = Stream()
+    if ptr == 0:
+        s._null = True
+    else:
+        s._foreign = ptr
+    return s

@@ -5,7 +5,7 @@ import cv2
 from .._types import DEPTH_ALPHA, is_float
 from ..errors import StsBadArg, cv_error
 from .base import OpDef
-from .common import check_channels, check_depth, cuda_api, node, result, src_mat
+from .common import check_channels, check_depth, cuda_api, int_arg, node, result, src_mat
 from .fallback import cpu_fallback
 
 ALPHA = -1
@@ -100,16 +100,14 @@ def cvtColor(src, code, dst=None, dcn=0, stream=None):
     """cv2.cuda.cvtColor(src, code[, dst[, dcn[, stream]]])."""
     func = "cvtColor"
     m = src_mat(func, src)
-    try:
-        code = int(code)
-    except Exception:
-        raise cv_error(func, f"code must be a cv2.COLOR_* constant, got {code!r}", StsBadArg)
-    nd = cvt_node(func, m, code, int(dcn or 0))
+    code = int_arg(func, code, "code")              # 2.7 is an error, as in OpenCV's binding
+    dcn = 0 if dcn is None else int_arg(func, dcn, "dcn")
+    nd = cvt_node(func, m, code, dcn)
     if nd is not None:
         return result(func, nd, dst, stream)
     if code not in KNOWN_CODES:
         raise cv_error(func, f"unknown color conversion code {code}", StsBadArg)
-    return cpu_fallback(func, lambda a: cv2.cvtColor(a, code, dstCn=int(dcn or 0)), [m], dst, stream,
+    return cpu_fallback(func, lambda a: cv2.cvtColor(a, code, dstCn=dcn), [m], dst, stream,
                         why=f"colour code {code} is not fused yet")
 
 

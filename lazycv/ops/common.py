@@ -89,9 +89,13 @@ _STREAM = None
 
 
 def check_stream(func, stream):
+    """Validate a ``stream`` argument; a stream of other code is ordered against lazycv's
+    launches (runtime.foreign_stream_call)."""
     if stream is not None:
         if not isinstance(stream, stream_cls()):
             raise cv_error(func, f"stream must be a cv2.cuda.Stream, got {type(stream).__name__}", StsBadArg)
+        if stream._foreign is not None:
+            runtime.foreign_stream_call(stream)
 
 
 def check_dst(func, dst):
