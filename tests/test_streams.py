@@ -99,6 +99,7 @@ def _foreign_stream():
     return st, st.ptr, st.synchronize
 
 
+@pytest.mark.sim
 @pytest.mark.skipif(BACKEND != "cuda", reason="orders a real non-blocking stream of other code")
 def test_a_foreign_streams_work_and_lazycvs_launches_are_ordered():
     """Work of a non-blocking torch/cupy stream, then a lazycv call on that stream, then more
