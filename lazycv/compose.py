@@ -640,12 +640,12 @@ class Pipeline:
                             not all(isinstance(d, GpuMat) for d in o):
                         raise cv_error(func, f"out must hold a list of {len(r)} GpuMats per frame (to_planar)",
                                        StsBadArg)
-                    placed.append([p.copyTo(d, stream=stream) if stream is not None else p.copyTo(d)
+                    placed.append([p.copyTo(stream=stream, dst=d) if stream is not None else p.copyTo(d)
                                    for p, d in zip(r, o)])
                 else:
                     if not isinstance(o, GpuMat):
                         raise cv_error(func, f"out must be a GpuMat, got {type(o).__name__}", StsBadArg)
-                    placed.append(r.copyTo(o, stream=stream) if stream is not None else r.copyTo(o))
+                    placed.append(r.copyTo(stream=stream, dst=o) if stream is not None else r.copyTo(o))
             res = placed
         materialize(*_flat(res))
         return res if batch else res[0]

@@ -459,6 +459,54 @@ def test_set_to_and_copy_to(rng):
     np.testing.assert_array_equal(dst2.download(), np.where((1 - mask)[..., None] != 0, exp, 0))
 
 
+def test_copy_to_takes_opencvs_overloads_in_their_order(rng):
+    """copyTo([dst]), copyTo(stream[, dst]), copyTo(mask[, dst]), copyTo(mask, stream[, dst]):
+    one GpuMat beside a stream is the mask (OpenCV's binding tries the overloads in this order),
+    and the mask stays as it was."""
+    a = rand_image(rng, 4, 5, 3, np.uint8)
+    m = np.zeros((4, 5), np.uint8)
+    m[1:3, 1:4] = 1
+    src, mask, s = upload(a), upload(m), cv2.cuda.Stream()
+    want = np.where(m[..., None] != 0, a, 0)
+    for got in (src.copyTo(mask, s), src.copyTo(mask, stream=s), src.copyTo(mask=mask, stream=s),
+                src.copyTo(mask, dst=cv2.cuda_GpuMat()), src.copyTo(mask, s, cv2.cuda_GpuMat())):
+        np.testing.assert_array_equal(got.download(), want)
+    np.testing.assert_array_equal(mask.download(), m)
+    for copy in (lambda d: src.copyTo(s, d), lambda d: src.copyTo(stream=s, dst=d), lambda d: src.copyTo(d)):
+        d = cv2.cuda_GpuMat()
+        assert copy(d) is d
+        np.testing.assert_array_equal(d.download(), a)
+    with pytest.raises(cv2.error, match="copyTo"):
+        src.copyTo(s, mask, s)
+    with pytest.raises(cv2.error, match="copyTo"):
+        src.copyTo(mask, dst=cv2.cuda_GpuMat(), mask=mask)
+
+
+def test_none_is_an_optional_arguments_default(rng):
+    """OpenCV's binding reads None for an optional number as its default."""
+    a = rand_image(rng, 6, 8, 3, np.uint8)
+    b = rand_image(rng, 6, 8, 3, np.uint8)
+    g, h = upload(a), upload(b)
+    np.testing.assert_array_equal(cv2.cuda.resize(g, (4, 3), interpolation=None).download(),
+                                  cv2.resize(a, (4, 3), interpolation=cv2.INTER_LINEAR))
+    np.testing.assert_array_equal(cv2.cuda.multiply(g, h, scale=None).download(), cv2.multiply(a, b))
+    np.testing.assert_array_equal(cv2.cuda.divide(g, h, None, None, None).download(), cv2.divide(a, b))
+    with pytest.raises(cv2.error, match="scale"):
+        cv2.cuda.multiply(g, h, scale="2")
+
+
+def test_download_into_an_h_w_1_array_fills_it(rng):
+    """A (rows, cols, 1) array is a 1-channel image to OpenCV: download writes into it."""
+    a = rand_image(rng, 3, 4, 1, np.uint16)
+    buf = np.zeros((3, 4, 1), np.uint16)
+    assert upload(a).download(buf) is buf
+    np.testing.assert_array_equal(buf[..., 0], a)
+    wide = np.zeros((3, 8, 1), np.uint16)
+    upload(a).download(wide[:, 2:6])
+    np.testing.assert_array_equal(wide[:, 2:6, 0], a)
+    assert not wide[:, :2].any() and not wide[:, 6:].any()
+
+
 def test_constructors():
     assert cv2.cuda_GpuMat is cv2.cuda.GpuMat
     assert cv2.cuda.GpuMat().empty()

@@ -518,7 +518,8 @@ class GpuMat:
             shape = (self._rows, self._cols) if self._cn == 1 else (self._rows, self._cols, self._cn)
             dt = DEPTH_DTYPE[self._depth]
             into = None                    # a region of a bigger host image: written through
-            fits = isinstance(dst, np.ndarray) and dst.shape == shape and dst.dtype == dt
+            fits = isinstance(dst, np.ndarray) and dst.dtype == dt and (
+                dst.shape == shape or self._cn == 1 and dst.shape == shape + (1,))   # (h, w, 1): one channel
             if fits:
                 check(dst.flags.writeable, "GpuMat::download", "dst is read-only", StsBadArg)
                 if not dst.flags.c_contiguous:
@@ -530,7 +531,7 @@ class GpuMat:
             device_to_host(self._alloc.buf, self._y0, self._x0 * self._cn, self._rows,
                            self._cols * self._cn, dst.reshape(self._rows, self._cols * self._cn), stream)
             if into is not None:
-                into[...] = dst
+                into[...] = dst.reshape(into.shape)
                 dst = into
             if runtime.OBSERVERS:
                 runtime.notify("download", self, dst)

@@ -23,7 +23,7 @@ import numpy as np
 from .._types import is_float
 from ..errors import StsBadArg, StsUnmatchedFormats, cv_error
 from .base import OpDef, round_int32, saturate
-from .common import (broadcast_scalar, check_same, cuda_api, depth_arg, gpumat_cls, is_scalar_like,
+from .common import (broadcast_scalar, check_same, cuda_api, depth_arg, float_arg, gpumat_cls, is_scalar_like,
                      known_tuple_scalar, node, result, scalar4, src_mat)
 from .core import fill_node, mask_mat, masked
 
@@ -262,14 +262,14 @@ def subtract(src1, src2, dst=None, mask=None, dtype=-1, stream=None):
 @cuda_api("multiply")
 def multiply(src1, src2, dst=None, scale=1.0, dtype=-1, stream=None):
     """dst = saturate(scale * src1 * src2)."""
-    nd, like = arith_node("multiply", "mul", src1, src2, dtype, scale)
+    nd, like = arith_node("multiply", "mul", src1, src2, dtype, float_arg("multiply", scale, "scale", 1.0))
     return _finish("multiply", nd, like, dst, None, stream)
 
 
 @cuda_api("divide")
 def divide(src1, src2, dst=None, scale=1.0, dtype=-1, stream=None):
     """dst = saturate(src1 * scale / src2); integer division by zero gives 0."""
-    nd, like = arith_node("divide", "div", src1, src2, dtype, scale)
+    nd, like = arith_node("divide", "div", src1, src2, dtype, float_arg("divide", scale, "scale", 1.0))
     return _finish("divide", nd, like, dst, None, stream)
 
 

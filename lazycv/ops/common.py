@@ -115,6 +115,16 @@ def int_arg(func, v, name):
     raise cv_error(func, f"argument '{name}' is required to be an integer, got {v!r}", StsBadArg)
 
 
+def float_arg(func, v, name, default):
+    """A double argument as OpenCV's binding parses one: None is its default; a number (not a
+    bool) is taken; anything else is an error naming the argument."""
+    if v is None:
+        return default
+    if isinstance(v, (numbers.Real, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        return float(v)
+    raise cv_error(func, f"argument '{name}' is required to be a number, got {v!r}", StsBadArg)
+
+
 def size_arg(func, v, name="dsize"):
     """A (width, height) argument: a sequence of two integers (OpenCV's Size)."""
     if type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
@@ -230,5 +240,5 @@ def dtype_of(depth):
     return DEPTH_DTYPE[depth]
 
 
-__all__ = ["API", "cuda_api", "src_mat", "check_depth", "check_channels", "check_same", "check_stream",
+__all__ = ["API", "cuda_api", "src_mat", "int_arg", "float_arg", "size_arg", "check_depth", "check_channels", "check_same", "check_stream",
            "depth_arg", "scalar4", "is_scalar_like", "node", "result", "MAX_CHANNELS"]

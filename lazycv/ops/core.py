@@ -106,34 +106,45 @@ def set_to(self, *args, **kw):
     return self
 
 
+def _copy_to_positionals(func, args, dst, mask, stream):
+    """(dst, mask, stream) by OpenCV's overloads of copyTo, tried in its binding's order:
+    ``copyTo([dst])``, ``copyTo(stream[, dst])``, ``copyTo(mask[, dst])``,
+    ``copyTo(mask, stream[, dst])`` — so one GpuMat beside a stream is the mask, not dst."""
+    Stream, GpuMat = stream_cls(), gpumat_cls()
+    kinds = ""
+    for a in args:
+        if isinstance(a, Stream):
+            kinds += "s"
+        elif isinstance(a, GpuMat):
+            kinds += "m"
+        else:
+            raise cv_error(func, f"unexpected argument {a!r}", StsBadArg)
+    if kinds == "m":
+        if mask is None and (dst is not None or stream is not None):
+            return dst, args[0], stream                    # copyTo(mask, dst=), copyTo(mask, stream=)
+        if dst is not None:
+            raise cv_error(func, "dst given twice", StsBadArg)
+        return args[0], mask, stream
+    forms = {"": ("dst",), "s": ("stream",), "sm": ("stream", "dst"), "mm": ("mask", "dst"),
+             "ms": ("mask", "stream"), "msm": ("mask", "stream", "dst")}
+    if kinds not in forms:
+        raise cv_error(func, "expected copyTo([dst]), copyTo(stream[, dst]), copyTo(mask[, dst]) or "
+                             "copyTo(mask, stream[, dst])", StsBadArg)
+    got = {"dst": dst, "mask": mask, "stream": stream}
+    for name, a in zip(forms[kinds], args):
+        if got[name] is not None:
+            raise cv_error(func, f"{name} given twice", StsBadArg)
+        got[name] = a
+    return got["dst"], got["mask"], got["stream"]
+
+
 def copy_to(self, *args, **kw):
     """GpuMat.copyTo([dst][, mask][, stream]) -> dst."""
     func = "GpuMat::copyTo"
-    Stream = stream_cls()
-    GpuMat = gpumat_cls()
     dst, mask, stream = kw.pop("dst", None), kw.pop("mask", None), kw.pop("stream", None)
     if kw:
         raise cv_error(func, f"unexpected arguments {sorted(kw)}", StsBadArg)
-    mats = []
-    for a in args:
-        if isinstance(a, Stream):
-            stream = a
-        elif isinstance(a, GpuMat):
-            mats.append(a)
-        elif a is not None:
-            raise cv_error(func, f"unexpected argument {a!r}", StsBadArg)
-    # copyTo(dst), copyTo(mask, dst): with two mats the first is the mask (OpenCV's order)
-    if len(mats) == 1:
-        if dst is None and mask is None:
-            dst = mats[0]
-        elif dst is None:
-            dst = mats[0]
-        else:
-            mask = mats[0]
-    elif len(mats) == 2:
-        mask, dst = mats
-    elif len(mats) > 2:
-        raise cv_error(func, "too many GpuMat arguments", StsBadArg)
+    dst, mask, stream = _copy_to_positionals(func, [a for a in args if a is not None], dst, mask, stream)
     check_stream(func, stream)
     src = src_mat(func, self, "src")
     value = src._value(func)

@@ -136,7 +136,7 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
     dw, dh, scale_x, scale_y = output_size(func, m._cols, m._rows, dsize, fx, fy)
     if dw * dh * m._cn > runtime.SURELY_FITS:                 # (recording is the hot path)
         runtime.check_fits(func, dh, dw, m._depth, m._cn)
-    interpolation = int_arg(func, interpolation, "interpolation")
+    interpolation = cv2.INTER_LINEAR if interpolation is None else int_arg(func, interpolation, "interpolation")
     if (dw, dh) == (m._cols, m._rows) and (interpolation in FUSED or interpolation in FALLBACK):
         # OpenCV (CPU and CUDA) copies when the size does not change, whatever the mode and
         # depth: also when fx, fy round back to the source's size (they would otherwise
