@@ -17,7 +17,7 @@ class Stream:
     lazycv launches its fused kernels on the default stream when a result is needed, whatever
     stream the calls named; a stream lazycv created is a blocking one, so the default stream
     orders it. A stream of other code (``wrapStream``: torch's and cupy's are non-blocking) is
-    ordered explicitly: see ``runtime.join_foreign``."""
+    ordered explicitly: see ``runtime.foreign_stream_call``."""
     __slots__ = ("_flags", "_native", "_null", "_foreign", "__weakref__")
 
     def __init__(self, flags=0, allocator=None):

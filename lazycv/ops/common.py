@@ -240,5 +240,5 @@ def dtype_of(depth):
     return DEPTH_DTYPE[depth]
 
 
-__all__ = ["API", "cuda_api", "src_mat", "int_arg", "float_arg", "size_arg", "check_depth", "check_channels", "check_same", "check_stream",
-           "depth_arg", "scalar4", "is_scalar_like", "node", "result", "MAX_CHANNELS"]
+__all__ = ["API", "cuda_api", "src_mat", "int_arg", "float_arg", "size_arg", "check_depth", "check_channels",
+           "check_same", "check_stream", "depth_arg", "scalar4", "is_scalar_like", "node", "result", "MAX_CHANNELS"]

@@ -125,7 +125,7 @@ def _copy_to_positionals(func, args, dst, mask, stream):
         if dst is not None:
             raise cv_error(func, "dst given twice", StsBadArg)
         return args[0], mask, stream
-    forms = {"": ("dst",), "s": ("stream",), "sm": ("stream", "dst"), "mm": ("mask", "dst"),
+    forms = {"": (), "s": ("stream",), "sm": ("stream", "dst"), "mm": ("mask", "dst"),
              "ms": ("mask", "stream"), "msm": ("mask", "stream", "dst")}
     if kinds not in forms:
         raise cv_error(func, "expected copyTo([dst]), copyTo(stream[, dst]), copyTo(mask[, dst]) or "
