@@ -173,6 +173,13 @@ CASES = [
     ("merge-ndarray", "merge", lambda i: cv2.cuda.merge([i.u1, i.a[..., 0]])),
     ("resize-dst-ndarray", "resize", lambda i: cv2.cuda.resize(i.u, (3, 3), dst=np.zeros((3, 3, 3), np.uint8))),
     ("roi-of-ndarray", "GpuMat", lambda i: cv2.cuda_GpuMat(i.a, (0, 0, 2, 2))),
+    # arguments of the wrong kind, where OpenCV's binding refuses them
+    ("create-rows-string", "create", lambda i: cv2.cuda_GpuMat().create("a", 3, cv2.CV_8UC1)),
+    ("hostmem-rows-string", "HostMem", lambda i: cv2.cuda_HostMem("a", 3, cv2.CV_8UC1)),
+    ("stream-flags-string", "Stream", lambda i: cv2.cuda.Stream("x")),
+    ("event-flags-string", "Event", lambda i: cv2.cuda.Event("x")),
+    ("elapsedTime-not-events", "elapsedTime", lambda i: cv2.cuda.Event_elapsedTime(1, 2)),
+    ("resize-fx-string-with-dsize", "resize", lambda i: cv2.cuda.resize(i.u, (3, 3), fx="a")),
     # wrong stream type
     ("resize-stream-int", "resize", lambda i: cv2.cuda.resize(i.u, (3, 3), stream=5)),
     ("resize-stream-event", "resize", lambda i: cv2.cuda.resize(i.u, (3, 3), stream=cv2.cuda.Event())),

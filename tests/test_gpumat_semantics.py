@@ -298,3 +298,69 @@ def test_a_1d_array_uploads_as_a_column_and_locate_roi_takes_opencvs_arguments(r
     np.testing.assert_array_equal(g.download(), a.reshape(7, 1))
     roi = cv2.cuda_GpuMat(upload(rand_image(rng, 5, 6, 1, np.uint8)), (1, 2, 3, 2))
     assert roi.locateROI((0, 0), (0, 0)) == roi.locateROI() == ((6, 5), (1, 2))
+
+
+@pytest.mark.sim
+def test_module_level_classes_and_static_spellings_are_lazycvs():
+    """cv2.cuda_DeviceInfo and friends at the top of cv2 (version banners use them), and the
+    Class_method spellings of static methods: a CPU-only OpenCV's own raise 'no CUDA'."""
+    assert cv2.cuda_DeviceInfo().deviceID() == cv2.cuda.getDevice()
+    assert cv2.cuda_DeviceInfo(0).deviceID() == 0
+    assert cv2.cuda.TargetArchs.has(9, 0) and cv2.cuda.TargetArchs_hasEqualOrGreaterPtx(5, 0)
+    assert cv2.cuda_TargetArchs.builtWith(cv2.cuda.FEATURE_SET_COMPUTE_50)
+    a = cv2.cuda.GpuMat_defaultAllocator()
+    assert a is cv2.cuda_GpuMat.defaultAllocator() and isinstance(a, cv2.cuda_GpuMat_Allocator)
+    g = cv2.cuda_GpuMat(3, 4, cv2.CV_8UC1, a)                   # an allocator argument is accepted
+    assert g.size() == (4, 3)
+    cv2.cuda.GpuMat_setDefaultAllocator(a)
+    assert cv2.cuda_Stream(a).cudaPtr() != 0
+
+
+@pytest.mark.sim
+def test_a_view_of_a_pending_result_reports_its_parents_step(rng):
+    """OpenCV: a ROI keeps its parent's step and is not continuous, before any data exists."""
+    g = upload(rand_image(rng, 12, 24, 3, np.uint8))
+    r = cv2.cuda.resize(g, (20, 10))
+    v = cv2.cuda_GpuMat(r, (1, 1, 3, 3))
+    assert v.step == r.step == 60 and not v.isContinuous() and v.step1() == 60
+    assert cv2.cuda_GpuMat(r, (0, 2, 20, 3)).isContinuous()            # full-width rows are
+    v.download()
+    assert v.step == 60 and not v.isContinuous()
+
+
+@pytest.mark.sim
+def test_reshape_follows_opencvs_rules(rng):
+    a = np.arange(72, dtype=np.uint8).reshape(4, 6, 3)
+    g = upload(a)
+    r = g.reshape(4)                    # 18 elements a row do not divide by 4: the rows that fit
+    assert r.size() == (1, 18) and r.channels() == 4
+    np.testing.assert_array_equal(r.download().ravel(), a.ravel())
+    v = g.rowRange(1, 3).reshape(1, 1)                              # a continuous view: any rows
+    assert v.size() == (36, 1)
+    np.testing.assert_array_equal(v.download().ravel(), a[1:3].ravel())
+    with pytest.raises(cv2.error, match="reshape"):
+        g.colRange(0, 2).reshape(1, 1)                              # not continuous
+    with pytest.raises(cv2.error, match="reshape"):
+        g.reshape(1, 5)                                             # 72 elements in 5 rows
+
+
+@pytest.mark.sim
+def test_an_empty_range_is_all_as_in_opencvs_binding(rng):
+    g = upload(rand_image(rng, 5, 6, 1, np.uint8))
+    assert g.rowRange(()).size() == (6, 5)
+    assert cv2.cuda_GpuMat(g, (), (2, 5)).size() == (3, 5)
+    np.testing.assert_array_equal(cv2.cuda_GpuMat(g, (1, 3), ()).download(), g.download()[1:3])
+
+
+def test_hostmem_answers_as_opencv_when_empty_or_one_dimensional():
+    e = cv2.cuda_HostMem()
+    assert e.empty() and e.type() == cv2.CV_8UC1 and e.channels() == 1 and e.size() == (0, 0)
+    col = cv2.cuda_HostMem(np.arange(10, dtype=np.uint8))           # a 1-D array is a column
+    assert col.size() == (1, 10) and col.type() == cv2.CV_8UC1
+    np.testing.assert_array_equal(col.createMatHeader().ravel(), np.arange(10))
+    with pytest.raises(cv2.error, match="HostMem"):
+        cv2.cuda_HostMem(np.zeros(3, np.int64))
+    with pytest.raises(cv2.error, match="HostMem"):
+        cv2.cuda_HostMem(2, 2, cv2.CV_8UC1, alloc_type=3)
+    with pytest.raises(cv2.error, match="registerPageLocked"):
+        cv2.cuda.registerPageLocked(np.zeros((4, 4))[:, ::2])

@@ -7,6 +7,7 @@ import numpy as np
 from .. import runtime
 from .._types import DEPTH_DTYPE, split_type
 from ..errors import StsBadArg, StsNotImplemented, StsOutOfRange, cv_error
+from ..ops.common import int_arg
 from ..runtime import STATE
 
 
@@ -149,6 +150,26 @@ class BufferPool:
                        StsNotImplemented)
 
 
+class TargetArchs:
+    """``cv2.cuda.TargetArchs``: which GPU architectures the CUDA module was built for. lazycv
+    compiles its kernels at run time for the device in use, so every architecture and feature
+    set counts as built."""
+
+    @staticmethod
+    def builtWith(feature_set):
+        int_arg("TargetArchs::builtWith", feature_set, "feature_set")
+        return True
+
+    @staticmethod
+    def has(major, minor):
+        int_arg("TargetArchs::has", major, "major")
+        int_arg("TargetArchs::has", minor, "minor")
+        return True
+
+    hasPtx = hasBin = hasEqualOrLessPtx = hasEqualOrGreater = hasEqualOrGreaterPtx = \
+        hasEqualOrGreaterBin = has
+
+
 class DeviceInfo:
     """``cv2.cuda.DeviceInfo([device_id])``: what scripts ask before taking a CUDA path."""
 
@@ -287,5 +308,10 @@ API = {f.__name__: f for f in (getCudaEnabledDeviceCount, getDevice, setDevice, 
                                ensureSizeIsEnough, setBufferPoolUsage, setBufferPoolConfig)}
 API["DeviceInfo"] = DeviceInfo
 API["BufferPool"] = BufferPool
+API["TargetArchs"] = TargetArchs
+# OpenCV's binding also spells static methods Class_method
+API.update({f"TargetArchs_{n}": getattr(TargetArchs, n) for n in (
+    "builtWith", "has", "hasPtx", "hasBin", "hasEqualOrLessPtx", "hasEqualOrGreater", "hasEqualOrGreaterPtx",
+    "hasEqualOrGreaterBin")})
 # what a CPU-only OpenCV's cv2.cuda would abort on (install() replaces it only without CUDA)
 ABORTING = ("fastNlMeansDenoising", "fastNlMeansDenoisingColored", "nonLocalMeans")

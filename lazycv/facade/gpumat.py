@@ -10,6 +10,7 @@ from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, make_type, split_ty
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
 from .. import ir
 from ..ir import Allocation, Node, PendingWrite, Source, source_bufs
+from ..ops.common import int_arg
 from ..ops.convert import convert_to
 from ..ops.core import copy_to, crop_node, set_to
 from ..runtime import STATE
@@ -38,7 +39,10 @@ def _rect_arg(func, rect):
 
 
 def _range_arg(func, rng, total):
-    if rng is None or (isinstance(rng, (tuple, list)) and len(rng) == 2 and rng[0] == 0 and rng[1] == -1):
+    """(start, end) of a cv::Range argument: None or an empty sequence is Range::all(), as in
+    OpenCV's binding; lazycv also reads (0, -1) as all."""
+    if rng is None or (isinstance(rng, (tuple, list)) and (len(rng) == 0 or len(rng) == 2 and rng[0] == 0
+                                                          and rng[1] == -1)):
         return 0, total
     try:
         a, b = int(rng[0]), int(rng[1])
@@ -423,6 +427,8 @@ class GpuMat:
     @property
     def step(self):
         if self._alloc is None:
+            if self._parent is not None:             # a view of a pending result: its parent's rows
+                return self._parent[0].step
             return self._cols * self.elemSize()
         return self._alloc.row_elems * DEPTH_DTYPE[self._depth].itemsize
 
@@ -432,8 +438,10 @@ class GpuMat:
     def isContinuous(self):
         if self.empty():
             return False                 # OpenCV: an empty GpuMat has no flags set
-        if self._alloc is None or self._rows == 1:
+        if self._rows == 1:
             return True
+        if self._alloc is None:
+            return self._parent is None or self._cols == self._parent[0]._cols
         return self._cols * self._cn == self._alloc.row_elems
 
     def updateContinuityFlag(self):
@@ -458,7 +466,7 @@ class GpuMat:
             check(rows is not None and cols is not None and typ is not None, "GpuMat::create",
                   "expected create(rows, cols, type) or create(size, type)")
             depth, cn = _type_arg("GpuMat::create", typ)
-            rows, cols = int(rows), int(cols)
+            rows, cols = int_arg("GpuMat::create", rows, "rows"), int_arg("GpuMat::create", cols, "cols")
             check(rows >= 0 and cols >= 0, "GpuMat::create", f"negative size {cols}x{rows}", StsBadSize)
             if (rows, cols, depth, cn) == (self._rows, self._cols, self._depth, self._cn) and \
                     (self._alloc is not None or self._node is not None):
@@ -550,14 +558,11 @@ class GpuMat:
 
     # ---------------------------------------------------------------- views
     def rowRange(self, start, end=None):
-        if end is None:
-            start, end = start
-        return GpuMat(self, (start, end), (0, -1))
+        """rowRange(startrow, endrow) or rowRange(range); an empty range is all rows."""
+        return GpuMat(self, start if end is None else (start, end), ())
 
     def colRange(self, start, end=None):
-        if end is None:
-            start, end = start
-        return GpuMat(self, (0, -1), (start, end))
+        return GpuMat(self, (), start if end is None else (start, end))
 
     def row(self, y):
         return GpuMat(self, (y, y + 1), (0, -1))
@@ -593,31 +598,46 @@ class GpuMat:
             return self
 
     def reshape(self, cn, rows=0):
-        """Same memory seen with another channel count (and row count); continuous mats only."""
+        """Same memory seen with another channel count (and row count), by OpenCV's rules
+        (GpuMat::reshape): a channel count that does not divide a row's elements, with no row
+        count given, takes the rows that make it fit; a new row count needs a continuous mat."""
+        func = "GpuMat::reshape"
         with STATE.lock:
             self._materialize()
-            total = self._rows * self._cols * self._cn
-            cn = cn or self._cn
-            check(1 <= cn <= MAX_CHANNELS, "GpuMat::reshape", f"channels must be 1..{MAX_CHANNELS}, got {cn}")
-            rows = rows or self._rows
-            check(self.isContinuous() or rows == self._rows, "GpuMat::reshape",
-                  "the matrix is not continuous, so its row count cannot change", StsBadSize)
-            check(total % (rows * cn) == 0, "GpuMat::reshape",
-                  f"{total} elements cannot be seen as {rows} rows of {cn}-channel pixels", StsBadSize)
+            cn = int_arg(func, cn, "cn") or self._cn
+            rows = int_arg(func, rows, "rows")
+            check(1 <= cn <= MAX_CHANNELS, func, f"channels must be 1..{MAX_CHANNELS}, got {cn}")
+            check(rows >= 0, func, f"rows must be >= 0, got {rows}", StsBadSize)
+            width = self._cols * self._cn                  # elements a row
+            if (cn > width or width % cn) and rows == 0:
+                rows = self._rows * width // cn
+            if rows and rows != self._rows:
+                total = width * self._rows
+                check(self.isContinuous(), func, "the matrix is not continuous, so its row count cannot "
+                                                 "change (isContinuous())", StsBadSize)
+                check(rows <= total and total % rows == 0, func,
+                      f"{total} elements cannot be seen as {rows} rows", StsBadSize)
+                width = total // rows
+            else:
+                rows = self._rows
+            check(width % cn == 0, func, f"a row of {width} elements cannot be seen as {cn}-channel pixels",
+                  StsBadSize)
             out = GpuMat()
-            out._depth, out._cn, out._rows, out._cols = self._depth, cn, rows, total // (rows * cn)
+            out._depth, out._cn, out._rows, out._cols = self._depth, cn, rows, width // cn
             if rows == self._rows:
                 out._alloc, out._y0 = self._alloc, self._y0
-                check((self._x0 * self._cn) % cn == 0, "GpuMat::reshape", "the view's offset does not divide "
+                check((self._x0 * self._cn) % cn == 0, func, "the view's offset does not divide "
                       "into whole pixels of the new channel count", StsBadSize)
                 out._x0 = self._x0 * self._cn // cn
                 return out
+            # the continuous region as a flat run of the buffer, seen with the new rows
             runtime.export(self._alloc)
             buf = self._alloc.buf
-            flat = buf.reshape(rows, buf.shape[0] * buf.shape[1] // rows) if self._y0 == 0 and self._x0 == 0 \
-                and buf.shape[0] == self._rows else None
-            check(flat is not None, "GpuMat::reshape", "reshape of a ROI view to another row count", StsBadSize)
-            out._alloc = Allocation(flat)
+            dense = buf.strides[1] == buf.dtype.itemsize and buf.strides[0] == buf.shape[1] * buf.dtype.itemsize
+            check(dense, func, "reshape to another row count of memory with padded rows", StsBadSize)
+            start = self._y0 * buf.shape[1] + self._x0 * self._cn
+            flat = buf.reshape(buf.shape[0] * buf.shape[1])[start:start + rows * width]
+            out._alloc = Allocation(flat.reshape(rows, width))
             runtime.export(out._alloc)      # (two allocations over one buffer: read and written at the call)
             return out
 
@@ -658,15 +678,27 @@ class GpuMat:
 
     @staticmethod
     def defaultAllocator():
-        return None
+        """lazycv's one allocator (its memory pool), as an object the constructors accept."""
+        return ALLOCATOR
 
     @staticmethod
     def setDefaultAllocator(allocator):
-        return None
+        """Accepted and ignored: lazycv's pool serves every GpuMat."""
 
     @staticmethod
     def getStdAllocator():
-        return None
+        return ALLOCATOR
+
+
+class GpuMatAllocator:
+    """``cv2.cuda.GpuMat_Allocator``: stands for lazycv's memory pool where OpenCV code passes
+    an allocator (constructors, ``Stream(allocator)``); it changes nothing."""
+
+    def __repr__(self):
+        return "<lazycv GpuMat allocator: the memory pool>"
+
+
+ALLOCATOR = GpuMatAllocator()
 
 
 def _check_stream(func, stream):

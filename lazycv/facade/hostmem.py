@@ -2,11 +2,13 @@
 
 On the cuda backend the memory is page-locked (pinned); on the CPU backend and the simulator it
 is ordinary memory, since nothing copies asynchronously there."""
+import cv2
 import numpy as np
 
 from .. import runtime
-from .._types import DEPTH_DTYPE, make_type, split_type
+from .._types import DEPTH_DTYPE, DTYPE_DEPTH, make_type, split_type
 from ..errors import StsBadArg, StsNullPtr, StsUnsupportedFormat, cv_error
+from ..ops.common import int_arg, size_arg
 from ..runtime import STATE
 
 PAGE_LOCKED, SHARED, WRITE_COMBINED = 1, 2, 4
@@ -30,32 +32,42 @@ class HostMem:
         self._released = False
         args = list(args)
         if len(args) == 1 and isinstance(args[0], (int, np.integer)):
-            self.alloc_type = int(args.pop())            # HostMem(alloc_type)
+            self.alloc_type = args.pop()                 # HostMem(alloc_type)
         arr = kw.pop("arr", None)
         if arr is None and args and isinstance(args[0], np.ndarray):
             arr = args.pop(0)
         if arr is not None:
-            self._arr = _pinned(arr.shape, arr.dtype)
-            self._arr[...] = arr
+            if args:
+                self.alloc_type = args.pop(0)
+            self.alloc_type = _alloc_type(self.alloc_type)
+            from .gpumat import host_array_info
+            rows, cols, depth, cn, _ = host_array_info("HostMem", arr)   # a 1-D array is a column
+            shape = (rows, cols) if cn == 1 else (rows, cols, cn)
+            self._arr = _pinned(shape, arr.dtype)
+            self._arr[...] = arr.reshape(shape)
             return
         size = kw.pop("size", None)
         if size is None and args and isinstance(args[0], (tuple, list)):
             size = args.pop(0)
         if size is not None:
-            cols, rows = int(size[0]), int(size[1])
+            cols, rows = size_arg("HostMem", size, "size")
         else:
             rows = kw.pop("rows", args.pop(0) if args else None)
             cols = kw.pop("cols", args.pop(0) if args else None)
         typ = kw.pop("type", args.pop(0) if args else None)
         if args:
             self.alloc_type = args.pop(0)
+        self.alloc_type = _alloc_type(self.alloc_type)
         if rows is None:
             return
-        dc = split_type(typ) if typ is not None else None
+        rows, cols = int_arg("HostMem", rows, "rows"), int_arg("HostMem", cols, "cols")
+        dc = split_type(typ) if isinstance(typ, (int, np.integer)) else None
         if dc is None:
             raise cv_error("HostMem", f"unsupported type {typ!r}", StsUnsupportedFormat)
+        if rows < 0 or cols < 0:
+            raise cv_error("HostMem", f"rows and cols must be >= 0, got {rows}x{cols}", StsBadArg)
         depth, cn = dc
-        shape = (int(rows), int(cols)) if cn == 1 else (int(rows), int(cols), cn)
+        shape = (rows, cols) if cn == 1 else (rows, cols, cn)
         self._arr = _pinned(shape, DEPTH_DTYPE[depth])
 
     def _live(self, func):
@@ -81,23 +93,18 @@ class HostMem:
             return (0, 0)
         return (self._arr.shape[1], self._arr.shape[0])
 
+    # An empty (or released) HostMem answers what OpenCV's empty flags give: CV_8UC1.
     def type(self):
-        a = self._live("type")
-        cn = 1 if a.ndim == 2 else a.shape[2]
-        from .._types import DTYPE_DEPTH
-        return make_type(DTYPE_DEPTH[a.dtype], cn)
+        return make_type(self.depth(), self.channels())
 
     def channels(self):
-        a = self._live("channels")
-        return 1 if a.ndim == 2 else a.shape[2]
+        return 1 if self.empty() or self._arr.ndim == 2 else self._arr.shape[2]
 
     def depth(self):
-        from .._types import DTYPE_DEPTH
-        return DTYPE_DEPTH[self._live("depth").dtype]
+        return cv2.CV_8U if self.empty() else DTYPE_DEPTH[self._arr.dtype]
 
     def elemSize(self):
-        a = self._live("elemSize")
-        return a.itemsize * (1 if a.ndim == 2 else a.shape[2])
+        return self.elemSize1() * self.channels()
 
     @property
     def step(self):
@@ -107,7 +114,7 @@ class HostMem:
         return True
 
     def elemSize1(self):
-        return self._live("elemSize1").itemsize
+        return 1 if self.empty() else self._arr.itemsize
 
     def step1(self):
         return 0 if self.empty() else self._arr.strides[0] // self._arr.itemsize
@@ -146,10 +153,20 @@ class HostMem:
         self._released = True
 
 
+def _alloc_type(t):
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or int(t) not in (PAGE_LOCKED, SHARED,
+                                                                                   WRITE_COMBINED):
+        raise cv_error("HostMem", f"alloc_type must be HostMem_PAGE_LOCKED, HostMem_SHARED or "
+                                  f"HostMem_WRITE_COMBINED, got {t!r}", StsBadArg)
+    return int(t)
+
+
 def registerPageLocked(m):
     """Page-lock an existing numpy array so uploads from it can be asynchronous."""
     if not isinstance(m, np.ndarray):
         raise cv_error("registerPageLocked", f"expected a numpy.ndarray, got {type(m).__name__}", StsBadArg)
+    if not m.flags.c_contiguous:
+        raise cv_error("registerPageLocked", "the array must be continuous (m.isContinuous())", StsBadArg)
     if STATE.backend_name == "cuda":
         ctx = runtime.backend().cuda.current_context()
         _registered[id(m)] = ctx.mempin(m, m.ctypes.data, m.nbytes)

@@ -37,6 +37,8 @@ def _functions():
     table.update(hostmem.API)
     table.update(GpuMat=GpuMat, Stream=Stream, Event=Event, Stream_Null=Stream.Null,
                  Event_elapsedTime=Event.elapsedTime, wrapStream=wrapStream,
+                 GpuMat_defaultAllocator=GpuMat.defaultAllocator, GpuMat_getStdAllocator=GpuMat.getStdAllocator,
+                 GpuMat_setDefaultAllocator=GpuMat.setDefaultAllocator,
                  createGpuMatFromCudaMemory=device.createGpuMatFromCudaMemory)
     if not _native_cuda_build():
         table.update({n: device.unsupported(n) for n in device.ABORTING if n not in table})
@@ -53,9 +55,11 @@ def install():
     saved = []
     table = _functions()
     from .hostmem import HostMem
-    from .device import BufferPool
+    from .device import BufferPool, DeviceInfo, TargetArchs
+    from .gpumat import GpuMatAllocator
     top = {"cuda_GpuMat": GpuMat, "cuda_Stream": Stream, "cuda_Event": Event, "cuda_HostMem": HostMem,
-           "cuda_BufferPool": BufferPool,
+           "cuda_BufferPool": BufferPool, "cuda_DeviceInfo": DeviceInfo, "cuda_TargetArchs": TargetArchs,
+           "cuda_GpuMat_Allocator": GpuMatAllocator,
            "cuda_Stream_Null": Stream.Null, "cuda_Event_elapsedTime": Event.elapsedTime}
     for name, value in table.items():
         saved.append((cuda, name, getattr(cuda, name, _MISSING)))

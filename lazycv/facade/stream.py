@@ -21,8 +21,10 @@ class Stream:
     __slots__ = ("_flags", "_native", "_null", "_foreign", "__weakref__")
 
     def __init__(self, flags=0, allocator=None):
-        if not isinstance(flags, int):
-            allocator, flags = flags, 0
+        if type(flags).__name__.endswith("Allocator"):
+            allocator, flags = flags, 0                  # Stream(allocator)
+        if isinstance(flags, bool) or not isinstance(flags, int):
+            raise cv_error("Stream", f"expected Stream([flags]) or Stream(allocator), got {flags!r}", StsBadArg)
         self._flags, self._native, self._null = flags, None, False
         self._foreign = None          # the address of a stream of other code (wrapStream)
 
@@ -98,6 +100,8 @@ class Event:
     __slots__ = ("_flags", "_time", "__weakref__")
 
     def __init__(self, flags=0):
+        if isinstance(flags, bool) or not isinstance(flags, int):
+            raise cv_error("Event", f"flags must be a cv2.cuda.Event_* constant, got {flags!r}", StsBadArg)
         self._flags, self._time = flags, None
 
     def record(self, stream=None):
@@ -121,6 +125,9 @@ class Event:
     @staticmethod
     def elapsedTime(start, end):
         """Milliseconds between two recorded events."""
+        if not isinstance(start, Event) or not isinstance(end, Event):
+            raise cv_error("Event::elapsedTime", f"expected two cv2.cuda.Events, got {type(start).__name__} and "
+                                                 f"{type(end).__name__}", StsBadArg)
         if start._time is None or end._time is None:
             raise cv_error("Event::elapsedTime", "both events must be recorded", StsBadArg)
         if (start._flags | end._flags) & Event.DISABLE_TIMING:

@@ -12,7 +12,7 @@ from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat,
 from .. import runtime
 from ..runtime import STATE
 from .base import OpDef, saturate
-from .common import cuda_api, int_arg, node, result, size_arg, src_mat
+from .common import cuda_api, float_arg, int_arg, node, result, size_arg, src_mat
 from .fallback import cpu_fallback
 
 FUSED = (cv2.INTER_NEAREST, cv2.INTER_LINEAR)
@@ -128,11 +128,16 @@ def output_size(func, src_w, src_h, dsize, fx, fy):
     return dw, dh, 1.0 / (dw / src_w), 1.0 / (dh / src_h)
 
 
+_PLAIN = (int, float)
+
+
 @cuda_api("resize")
 def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, stream=None):
     """cv2.cuda.resize(src, dsize[, dst[, fx[, fy[, interpolation[, stream]]]]])."""
     func = "resize"
     m = src_mat(func, src)
+    if type(fx) not in _PLAIN or type(fy) not in _PLAIN:      # (the common case skips the parse)
+        fx, fy = float_arg(func, fx, "fx", 0.0), float_arg(func, fy, "fy", 0.0)
     dw, dh, scale_x, scale_y = output_size(func, m._cols, m._rows, dsize, fx, fy)
     if dw * dh * m._cn > runtime.SURELY_FITS:                 # (recording is the hot path)
         runtime.check_fits(func, dh, dw, m._depth, m._cn)
