@@ -8,7 +8,7 @@ import pytest
 
 from lazycv.memory import BufferPool, host_pool
 
-from .conftest import assert_close, rand_image, upload
+from .conftest import BACKEND, assert_close, rand_image, upload
 
 
 def _pool(cap=1 << 30):
@@ -105,3 +105,24 @@ def test_downloads_reuse_memory_and_never_overwrite_a_kept_result(rng):
             gc.collect()
     assert_close(kept, cv2.resize(frames[0], (5, 4)), what="a result kept across later downloads")
     assert_close(kept_view, cv2.resize(frames[0], (5, 4))[:, :, 0], what="a view kept")
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the CPU backend's two builds of a kernel")
+def test_an_output_overlapping_a_source_takes_the_plain_build_others_the_noalias_one(rng):
+    """The noalias build promises that no output overlaps what the kernel reads: an in-place
+    write (dst = src) must take the plain build, and both compute what OpenCV does."""
+    from lazycv.runtime import STATE
+    be = STATE.backend
+    used, real = [], be._kernel_for
+    be._kernel_for = lambda c, args, skipped: used.append(real(c, args, skipped).py_func.__name__) or \
+        real(c, args, skipped)
+    try:
+        a = rand_image(rng, 40, 50, 3, np.uint8)
+        g = upload(a)
+        np.testing.assert_array_equal(cv2.cuda.add(g, (1, 2, 3)).download(), cv2.add(a, (1, 2, 3, 0)))
+        assert used[-1] == "kernel"
+        cv2.cuda.add(g, (1, 2, 3), dst=g)
+        np.testing.assert_array_equal(g.download(), cv2.add(a, (1, 2, 3, 0)))
+        assert used[-1] == "kernel_aliased"
+    finally:
+        be._kernel_for = real

@@ -8,8 +8,10 @@ Python threads has neither cost.
 "Device" memory is ordinary numpy memory here, so upload/download are host copies; the
 backend presents one virtual CUDA device so code that checks for CUDA takes its CUDA path.
 """
+import inspect
 import os
 import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -18,13 +20,20 @@ from ..codegen import assigned, names, split_column_invariant
 from ..memory import host_pool
 from .base import Backend
 
-_FRAME = '''import math
+# Each kernel twice: ``kernel`` with its arrays marked noalias (vectorisable) and
+# ``kernel_aliased`` for launches whose output overlaps an input (CpuBackend._kernel_for).
+_MODULE = '''import math
 import numpy as np
 from numba import njit
+from lazycv.backends.cpu_noalias import NoAliasCompiler
+{kernel}{aliased}'''
 
+_NOALIAS = ", pipeline_class=NoAliasCompiler"
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def kernel(Y0, Y1, {params}):
+_FRAME = '''
+
+@njit(cache=True, nogil=True, error_model="numpy"{extra})
+def {name}(Y0, Y1, {params}):
 {columns}
     for y in range(Y0, Y1):
 {row}
@@ -33,13 +42,10 @@ def kernel(Y0, Y1, {params}):
 '''
 
 
-_BATCHED = '''import math
-import numpy as np
-from numba import njit
+_BATCHED = '''
 
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def kernel(Y0, Y1, MAXH, TI, TF, {params}):
+@njit(cache=True, nogil=True, error_model="numpy"{extra})
+def {name}(Y0, Y1, MAXH, TI, TF, {params}):
 {init}
     for r in range(Y0, Y1):
         b = r // MAXH
@@ -50,6 +56,25 @@ def kernel(Y0, Y1, MAXH, TI, TF, {params}):
             continue
 {branches}
 '''
+
+
+def _module(frame, **fields):
+    """The kernel's module: the noalias build and the plain one, the same code."""
+    return _MODULE.format(kernel=frame.format(name="kernel", extra=_NOALIAS, **fields),
+                          aliased=frame.format(name="kernel_aliased", extra="", **fields))
+
+
+def _array_roles(fn):
+    """(positions of the source arrays, positions of the output arrays) among ``fn``'s
+    parameters, by the names codegen gives them (s0, s0__3, k1_s0; o0, O2, k1_O0)."""
+    names = list(inspect.signature(fn.py_func).parameters)
+    ins = tuple(i for i, n in enumerate(names) if _SOURCE.search(n))
+    outs = tuple(i for i, n in enumerate(names) if _OUTPUT.search(n))
+    return ins, outs
+
+
+_SOURCE = re.compile(r"(^|_)s\d+(__\d+)?$")
+_OUTPUT = re.compile(r"(^|_)[oO]\d+$")
 
 
 _CHEAP = re.compile(r"^[\w\s+\-*()]*$")        # names, integers, + - * and parentheses
@@ -69,8 +94,8 @@ class CpuBackend(Backend):
         prologue, tables, body = self._column_tables(row_lines, lines)
         if tables:
             tables = prologue + tables          # before the row loop: what the tables read
-        return _FRAME.format(params=", ".join(params), columns=self.indent(tables, 4),
-                             row=self.indent(row_lines, 8) or "        pass", body=self.indent(body, 12))
+        return _module(_FRAME, params=", ".join(params), columns=self.indent(tables, 4),
+                       row=self.indent(row_lines, 8) or "        pass", body=self.indent(body, 12))
 
     def _column_tables(self, row_lines, lines):
         """(loop-invariant lines the tables read, lines filling per-column tables for x in
@@ -110,15 +135,31 @@ class CpuBackend(Backend):
             else:
                 out.append(("if" if j == 0 else "elif") + f" TI[b, 2] == {j}:")
                 out += ["    " + ln for ln in body]
-        return _BATCHED.format(params=", ".join(params), init=self.indent(init, 4) or "    pass",
-                               branches=self.indent(out, 8))
+        return _module(_BATCHED, params=", ".join(params), init=self.indent(init, 4) or "    pass",
+                       branches=self.indent(out, 8))
 
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None, tables=None):
         if tables is not None:
             ti, tf = tables
-        fn, rows = compiled.fn, n_items * max_h
+        fn, rows = self._kernel_for(compiled, arrays, 5), n_items * max_h
         self._in_bands(rows, lambda r0, r1: fn(r0, r1, max_h, ti, tf, *arrays),
                        rows * max_w >= self.MIN_PIXELS_TO_SPLIT)
+
+    def _kernel_for(self, compiled, args, skipped):
+        """The noalias build of ``compiled`` unless one of its outputs may share memory with
+        one of its sources (an in-place write), which takes the plain build. ``args`` are the
+        kernel's arguments after its first ``skipped`` parameters."""
+        roles = self._roles.get(compiled.name)
+        if roles is None:
+            ins, outs = _array_roles(compiled.fn)
+            roles = self._roles[compiled.name] = ([i - skipped for i in ins], [i - skipped for i in outs])
+        ins, outs = roles
+        for o in outs:
+            out = args[o]
+            for i in ins:
+                if np.may_share_memory(out, args[i]):
+                    return sys.modules[compiled.name].kernel_aliased
+        return compiled.fn
 
     def _in_bands(self, rows, work, big):
         """``work(r0, r1)`` over rows [0, rows): in bands on the worker threads when ``big``
@@ -148,12 +189,13 @@ class CpuBackend(Backend):
     def __init__(self):
         self.threads = max(1, int(os.environ.get("LAZYCV_CPU_THREADS", 0)) or (os.cpu_count() or 1))
         self._pool = None
+        self._roles = {}            # kernel module -> (source positions, output positions)
         self.buffers = host_pool(int(os.environ.get("LAZYCV_POOL_MB", 1024)) << 20)
 
     def launch(self, compiled, H, W, args, stream=None):
         if H <= 0 or W <= 0:
             return
-        fn = compiled.fn
+        fn = self._kernel_for(compiled, args, 4)
         self._in_bands(H, lambda y0, y1: fn(y0, y1, H, W, *args), H * W >= self.MIN_PIXELS_TO_SPLIT)
 
     def upload(self, buf, y0, c0, arr2d, stream=None):
