@@ -11,6 +11,7 @@ from . import runtime as _runtime
 from .facade import Event, GpuMat, Stream  # noqa: F401
 from .facade import patch as _patch
 from .runtime import STATE as _STATE
+from .errors import StsBadArg as _StsBadArg, cv_error as _cv_error
 # layer 2 (pipelines) and layer 3 (user ops); docs/layer2-compose.md, docs/layer3-ops.md
 from .compose import (Pipeline, compose, convert, crop, cvt_color, normalize, read, resize,  # noqa: F401
                       to_planar, write)
@@ -132,8 +133,11 @@ def explain(*mats, format="text"):
             m = todo.pop(0)
             if isinstance(m, (list, tuple)):
                 todo[:0] = list(m)
-            else:
+            elif isinstance(m, GpuMat):
                 flat.append(m)
+            else:                             # (merge without dst returns a numpy array)
+                raise _cv_error("lazycv::explain", f"expected GpuMats (or lists of them), got "
+                                                   f"{type(m).__name__}", _StsBadArg)
         pend = _runtime.pending_for(flat)
         index = {id(m): i for i, m in enumerate(flat)}
         values, names = [], {}

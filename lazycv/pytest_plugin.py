@@ -1,6 +1,6 @@
 """pytest plugin: run an existing cv2.cuda test suite through lazycv, and prove fused == eager.
 
-Registered through the ``pytest11`` entry point (``lazycv = "lazycv.pytest_plugin"``), so it is
+Registered through the ``pytest11`` entry point (``"lazycv.pytest_plugin" = "lazycv.pytest_plugin"``), so it is
 loaded in every pytest session once lazycv is installed. It does nothing unless asked:
 
 ``--lazycv``
@@ -283,6 +283,13 @@ class LazycvPlugin:
         if cm is not None:
             cm.__exit__(None, None, None)
 
+    def resume_session(self):
+        """A test that called ``lazycv.disable()`` must not leave the rest of a --lazycv session
+        running on unpatched cv2: lazycv is enabled again before the next test."""
+        if self._session_cm is not None and not lazycv.is_enabled():
+            self.end_session()
+            self.start_session()
+
     # -- header and summary
     def pytest_report_header(self, config):
         if not self.settings.session:
@@ -360,6 +367,7 @@ class LazycvPlugin:
         if run is not None and run.item is item:
             run.recorder.phase = "setup"
         elif self.settings.session:
+            self.resume_session()
             item.stash[_STATS_KEY] = _stats()
         yield
 

@@ -41,13 +41,14 @@ import hashlib
 import inspect
 import numbers
 import re
+import sys
 import types as _pytypes
 
 import cv2
 import numpy as np
 
 from ._types import DEPTH_DTYPE, DEPTH_NAME, DEPTH_RANGE, DTYPE_DEPTH, MAX_CHANNELS, is_float, split_type
-from .errors import StsBadArg, StsUnmatchedSizes, StsUnsupportedFormat, cv_error
+from .errors import StsBadArg, StsOutOfRange, StsUnmatchedSizes, StsUnsupportedFormat, cv_error
 from .ir import Node
 from .ops.base import REGISTRY, OpDef, saturate
 from .ops.common import check_same, result, src_mat
@@ -118,10 +119,24 @@ def _function_fp(fn, seen=None):
         except ValueError:                              # an empty cell
             parts.append("empty-cell")
     g = fn.__globals__
-    for name in sorted(_global_names(fn.__code__, set())):
+    names = sorted(_global_names(fn.__code__, set()))
+    for name in names:
         if name in g:
-            parts.append(f"{name}={_value_fp(g[name], seen)}")
+            v = g[name]
+            parts.append(f"{name}={_value_fp(v, seen)}")
+            if isinstance(v, _pytypes.ModuleType) and not _is_library(v):
+                # what the function may read through the module (cfg.GAIN, helpers.bump):
+                # co_names holds attribute names too
+                parts += [f"{name}.{a}={_value_fp(getattr(v, a), seen)}" for a in names if hasattr(v, a)]
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:20]
+
+
+def _is_library(module):
+    """numpy, math, numba and the like: installed code, not the user's (their attributes are
+    looked at by name only)."""
+    root = module.__name__.partition(".")[0]
+    return root in ("numpy", "math", "cmath", "numba", "cv2", "lazycv", "builtins") or \
+        root in getattr(sys, "stdlib_module_names", ())
 
 
 # ---------------------------------------------------------------- argument checking
@@ -199,6 +214,17 @@ def _kind_of_value(name, v, i):
     if isinstance(v, numbers.Real):
         return "f64"
     raise cv_error(_func(name), f"op '{name}': parameter {i} must be a number, got {type(v).__name__}", StsBadArg)
+
+
+def _check_int_param(name, v, i):
+    """An integer parameter is an int64 kernel argument: a fraction or a value past int64's
+    range is an error at the call (not a truncation, nor an overflow at some later flush)."""
+    if isinstance(v, (numbers.Real, np.floating)) and not isinstance(v, numbers.Integral) and \
+            not float(v).is_integer():
+        raise cv_error(_func(name), f"op '{name}': parameter {i} is an integer parameter, got {v!r}", StsBadArg)
+    if not -2 ** 63 <= int(v) < 2 ** 63:
+        raise cv_error(_func(name), f"op '{name}': parameter {i} = {v} does not fit a 64-bit integer",
+                       StsOutOfRange)
 
 
 def _value_type(depth):
@@ -322,7 +348,7 @@ class _ElementOpDef(_UserOpDef):
 
     def emit(self, ctx, n, y, x):
         key, kinds, rkinds, tup = n.static
-        f = ctx.use_function(self.fname, self.fn, key)
+        f = ctx.use_function(self.fname, self.fn, _function_fp(self.fn))    # as it is now
         params = [ctx.dyn(n, k, kind) for k, kind in enumerate(kinds)]
         chans = [ctx.read(v, y, x) for v in n.inputs]
         if self.per_channel:
@@ -351,7 +377,7 @@ class _GatherOpDef(_UserOpDef):
         src = n.inputs[0]
         sh, sw = ctx.dyn(n, 0, "i"), ctx.dyn(n, 1, "i")
         params = [ctx.dyn(n, 2 + k, kind) for k, kind in enumerate(kinds)]
-        cf = ctx.use_function(self.cname, self.coords, key)
+        cf = ctx.use_function(self.cname, self.coords, _function_fp(self.coords))
         c = ctx.let(f"{cf}({', '.join([y, x, sh, sw] + params)})", "g")
         # int() also where Numba's CPU typing says int: on CUDA math.floor returns a float
         sy, sx = (ctx.let(f"int(math.floor({c}[{i}]))" if fl else f"int({c}[{i}])", "y" if i == 0 else "x")
@@ -376,7 +402,7 @@ class _GatherOpDef(_UserOpDef):
             taps.append(vals)
         if self.pixel is None:
             return list(taps[0])
-        pf = ctx.use_function(self.pname, self.pixel, key)
+        pf = ctx.use_function(self.pname, self.pixel, _function_fp(self.pixel))
         args = [v for t in taps for v in t] + extra + (params if pass_params else [])
         r = ctx.let(f"{pf}({', '.join(args)})", "u")
         outs = [f"{r}[{c}]" for c in range(n.cn)] if tup else [r]
@@ -418,10 +444,13 @@ class UserOp:
         return Call(self, params, kw, label=self.name)
 
     # ---- shared helpers
-    def _params(self, values, n_params, why=""):
+    def _params(self, values, n_params, why="", by_name=None):
         """The parameter values, with defaults filled in, and their kinds. ``why`` explains where
-        ``n_params`` comes from, for the error message."""
+        ``n_params`` comes from, for the error message; ``by_name``: parameters given as
+        keywords, by the function's own parameter names."""
         name = self.name
+        if by_name:
+            values = self._place_keywords(values, n_params, by_name)
         missing = n_params - len(values)
         if missing < 0 or missing > len(self._defaults):
             raise cv_error(_func(name), f"op '{name}' takes {n_params} parameter(s) after its image input(s)"
@@ -433,8 +462,36 @@ class UserOp:
             k = _kind_of_value(name, v, i)
             if self._param_kinds is not None:
                 k = self._param_kinds[i]
+            if k == "i":
+                _check_int_param(name, v, i)
             kinds.append(k)
         return tuple(values), tuple(kinds)
+
+    def _place_keywords(self, values, n_params, by_name):
+        """Positional values followed by the keyword ones, in the function's parameter order
+        (the function's last ``n_params`` parameters are the op's parameters), defaults
+        filling what neither gives."""
+        func = _func(self.name)
+        every = list(inspect.signature(self.fn).parameters)
+        names = every[len(every) - n_params:] if n_params else []
+        unknown = sorted(set(by_name) - set(names))
+        if unknown:
+            raise cv_error(func, f"op '{self.name}' has no parameter {', '.join(map(repr, unknown))} "
+                                 f"(its parameters: {', '.join(names) or 'none'})", StsBadArg)
+        twice = sorted(n for n in by_name if names.index(n) < len(values))
+        if twice:
+            raise cv_error(func, f"op '{self.name}': parameter {', '.join(map(repr, twice))} given twice",
+                           StsBadArg)
+        values = list(values)
+        first_default = n_params - len(self._defaults)
+        for k in range(len(values), n_params):
+            if names[k] in by_name:
+                values.append(by_name[names[k]])
+            elif k >= first_default:
+                values.append(self._defaults[k - first_default])
+            else:
+                raise cv_error(func, f"op '{self.name}': parameter {names[k]!r} is missing", StsBadArg)
+        return tuple(values)
 
     def _split_args(self, args, n_inputs):
         if len(args) < n_inputs:
@@ -462,11 +519,11 @@ class ElementOp(UserOp):
         self._per_channel, self._out_depth, self._out_channels = per_channel, out_depth, out_channels
         self._in_depths = in_depths
 
-    def __call__(self, *args, dst=None, stream=None):
+    def __call__(self, *args, dst=None, stream=None, **params):
         with STATE.lock:
-            return self._call(args, dst, stream)
+            return self._call(args, dst, stream, params)
 
-    def _call(self, args, dst, stream):
+    def _call(self, args, dst, stream, by_name=None):
         name, func = self.name, _func(self.name)
         mats, names, values = self._split_args(args, self._inputs)
         for m, nm in zip(mats[1:], names[1:]):
@@ -496,7 +553,7 @@ class ElementOp(UserOp):
         else:
             why = f" ({self.fn.__name__}() takes {self._n_args} argument(s) and its input(s) have " \
                   f"{sum(m._cn for m in mats)} channel(s), one argument each)"
-        values, kinds = self._params(values, n_params, why)
+        values, kinds = self._params(values, n_params, why, by_name)
         in_types = tuple((m._depth, m._cn) for m in mats)
         tkey = (in_types, kinds)
         info = self._types.get(tkey)
@@ -533,16 +590,16 @@ class GatherOp(UserOp):
         self._out_depth, self._out_channels, self._out_size = out_depth, out_channels, out_size
         self._in_depths, self._n_pixel_args = in_depths, n_pixel_args
 
-    def __call__(self, src, *params, dsize=None, dst=None, stream=None):
+    def __call__(self, src, *params, dsize=None, dst=None, stream=None, **by_name):
         with STATE.lock:
-            return self._call(src, params, dsize, dst, stream)
+            return self._call(src, params, dsize, dst, stream, by_name)
 
-    def _call(self, src, params, dsize, dst, stream):
+    def _call(self, src, params, dsize, dst, stream, by_name=None):
         name, func = self.name, _func(self.name)
         m = src_mat(func, src)
         self._check_depths([m], ["src"])
         values, kinds = self._params(params, self._n_params, f" (coords {self.fn.__name__}() takes y, x, h, w "
-                                                             "and the parameters)")
+                                                             "and the parameters)", by_name)
         if dsize is None and self._out_size is not None:
             try:
                 dsize = self._out_size(m._rows, m._cols, *values)
@@ -648,6 +705,8 @@ def op(fn=None, *, name=None, out_depth=None, out_channels=None, inputs=1, in_ch
     if not isinstance(inputs, (int, np.integer)) or isinstance(inputs, bool) or not 1 <= inputs <= 8:
         raise cv_error(func, f"op '{name}': inputs must be 1..8, got {inputs!r}", StsBadArg)
     inputs = int(inputs)
+    if not isinstance(per_channel, (bool, np.bool_)) and per_channel not in (0, 1):
+        raise cv_error(func, f"op '{name}': per_channel must be True or False, got {per_channel!r}", StsBadArg)
     ich = None
     if in_channels is not None:
         ich = (in_channels,) * inputs if isinstance(in_channels, (int, np.integer)) else tuple(in_channels)

@@ -631,15 +631,27 @@ def test_bug():
 # ------------------------------------------------------------------ registration and cost
 
 def test_registered_as_pytest11_entry_point(pytestconfig):
+    """Registered under its module's name, so ``-p lazycv.pytest_plugin`` and a conftest's
+    ``pytest_plugins = ["lazycv.pytest_plugin"]`` find it loaded already (under another name
+    pytest refuses the second registration and stops)."""
     with open(os.path.join(ROOT, "pyproject.toml")) as f:
         text = f.read()
-    assert re.search(r'^\[project\.entry-points\.pytest11\]\s*\nlazycv = "lazycv\.pytest_plugin"', text, re.M)
+    assert re.search(r'^\[project\.entry-points\.pytest11\]\s*\n"lazycv\.pytest_plugin" = "lazycv\.pytest_plugin"',
+                     text, re.M)
     if ENTRY_POINT:
-        ep = [e for e in entry_points(group="pytest11") if e.name == "lazycv"]
+        ep = [e for e in entry_points(group="pytest11") if e.name == "lazycv.pytest_plugin"]
         assert ep and ep[0].load() is plugin_module
-        assert pytestconfig.pluginmanager.get_plugin("lazycv") is plugin_module
-    else:
-        assert pytestconfig.pluginmanager.get_plugin("lazycv.pytest_plugin") is plugin_module
+    assert pytestconfig.pluginmanager.get_plugin("lazycv.pytest_plugin") is plugin_module
+
+
+def test_naming_the_plugin_again_is_harmless(suite):
+    """The usual ways of loading a plugin by hand, on top of the installed entry point."""
+    suite.makepyfile(test_one="def test_x():\n    assert True\n")
+    r = run(suite, "-p", "lazycv.pytest_plugin", "--lazycv", "--lazycv-backend=cpu")
+    r.assert_outcomes(passed=1)
+    suite.makeconftest('pytest_plugins = ["lazycv.pytest_plugin"]\n')
+    r = run(suite, "--lazycv", "--lazycv-backend=cpu")
+    r.assert_outcomes(passed=1)
 
 
 def test_plugin_import_is_cheap():
@@ -711,3 +723,23 @@ def test_compare_records_report_text():
     c = compare_records(a, a[:1], labels=("eager", "eager re-run"))
     assert c.headline() == "the eager run handed out 2 array(s), the eager re-run run 1"
     assert "number of arrays handed out differs: eager 2, eager re-run 1" in c.report()
+
+
+def test_a_test_that_disables_lazycv_does_not_unpatch_the_rest_of_the_session(suite):
+    suite.makepyfile(test_two='''
+import cv2
+import numpy as np
+import lazycv
+
+
+def test_1_disable():
+    lazycv.disable()
+
+
+def test_2_uses_cv2_cuda():
+    g = cv2.cuda_GpuMat()
+    g.upload(np.zeros((2, 2), np.uint8))
+    assert (cv2.cuda.add(g, 1).download() == 1).all()
+''')
+    r = run(suite, "--lazycv", "--lazycv-backend=cpu")
+    r.assert_outcomes(passed=2)

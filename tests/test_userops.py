@@ -318,3 +318,75 @@ def test_user_op_in_explain_and_as_compose_step(rng):
     got = p(img)
     ref = luma(swap_rb(cv2.cuda.resize(upload(img), (6, 5))), 2.0).download()
     np.testing.assert_array_equal(got, ref)
+
+
+_DISK_CACHE_CHILD = r'''
+import sys
+import cv2, numpy as np, lazycv
+import opcfg
+lazycv.enable(backend="cpu")
+SCALE = 2
+
+
+@lazycv.op
+def scaled(v):
+    return v * opcfg.GAIN + SCALE
+
+
+SCALE = int(sys.argv[1])              # changed after the decorator ran, before the first call
+g = cv2.cuda_GpuMat()
+g.upload(np.arange(4, dtype=np.uint8).reshape(1, 4))
+print([int(v) for v in scaled(g).download().ravel()])
+'''
+
+
+def test_a_kernel_cached_on_disk_is_never_served_for_an_edited_module_or_global(tmp_path):
+    """A user op reading a constant through a module (cfg.GAIN) or a global changed after the
+    decorator: the next process, with other values, must not load the kernel compiled for the
+    old ones from the disk cache."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, LAZYCV_CACHE_DIR=str(tmp_path / "kernels"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.getcwd()] + sys.path))
+    (tmp_path / "child.py").write_text(_DISK_CACHE_CHILD)
+
+    def run(gain, scale):
+        (tmp_path / "opcfg.py").write_text(f"GAIN = {gain}\n")
+        for stale in (tmp_path / "__pycache__").glob("opcfg*"):
+            stale.unlink()
+        p = subprocess.run([sys.executable, str(tmp_path / "child.py"), str(scale)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return p.stdout.strip().splitlines()[-1]
+    assert run(2, 2) == str([x * 2 + 2 for x in range(4)])
+    assert run(3, 2) == str([x * 3 + 2 for x in range(4)])       # the module edited
+    assert run(3, 5) == str([x * 3 + 5 for x in range(4)])       # the global set after the decorator
+    assert run(3, 2) == str([x * 3 + 2 for x in range(4)])
+
+
+def test_parameters_by_name_and_integer_parameters_checked_at_the_call(rng):
+    a = rand_image(rng, 5, 6, 1, np.uint8)
+    g = upload(a)
+
+    @lazycv.op(per_channel=True, param_types=(float, float))
+    def contrast(v, gain, pivot=128.0):
+        return (v - pivot) * gain + pivot
+    want = np.clip(np.rint((a.astype(np.float64) - 100.0) * 1.5 + 100.0), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(contrast(g, 1.5, pivot=100.0).download(), want)
+    np.testing.assert_array_equal(contrast(g, gain=1.5, pivot=100.0).download(), want)
+    got = lazycv.compose(contrast.step(1.5, pivot=100.0), lazycv.write())(a)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(cv2.error, match="no parameter 'piv'"):
+        contrast(g, 1.5, piv=100.0)
+    with pytest.raises(cv2.error, match="given twice"):
+        contrast(g, 1.5, gain=2.0)
+
+    @lazycv.op(per_channel=True, param_types=(int,))
+    def addi(v, k):
+        return v + k
+    with pytest.raises(cv2.error, match="integer parameter"):
+        addi(g, 2.7)
+    with pytest.raises(cv2.error, match="64-bit"):
+        addi(g, 2 ** 70)
+    np.testing.assert_array_equal(addi(g, 3.0).download(), cv2.add(a, 3))     # an integral float
