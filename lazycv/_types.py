@@ -52,5 +52,10 @@ def type_name(type_code):
     return f"{DEPTH_NAME[dc[0]]}C{dc[1]}"
 
 
+def host_shape(rows, cols, cn):
+    """The numpy shape of a rows x cols image of ``cn`` channels, as cv2 gives it: 2-D for one."""
+    return (rows, cols) if cn == 1 else (rows, cols, cn)
+
+
 def is_float(depth):
     return depth in FLOAT_DEPTHS

@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from .. import runtime
-from .._types import DEPTH_DTYPE, split_type
+from .._types import DEPTH_DTYPE, host_shape, split_type
 from ..errors import StsBadArg, StsNotImplemented, StsOutOfRange, cv_error
 from ..ops.common import int_arg
 from ..runtime import STATE
@@ -97,7 +97,7 @@ def _sized(func, rows, cols, type, arr, exact):
         raise cv_error(func, f"rows and cols must be >= 0, got {rows}x{cols}", StsBadArg)
     if arr is None or isinstance(arr, np.ndarray):
         # OpenCV's binding: an output nobody passed is a Mat, so the caller gets a host array
-        shape = (rows, cols) if dc[1] == 1 else (rows, cols, dc[1])
+        shape = host_shape(rows, cols, dc[1])
         dt = DEPTH_DTYPE[dc[0]]
         if arr is not None and arr.dtype == dt and arr.ndim == len(shape) and arr.shape[2:] == shape[2:]:
             if arr.shape[:2] == shape[:2] and arr.flags.c_contiguous:

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 
 from .. import runtime
-from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, make_type, split_type, type_name
+from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, host_shape, make_type, split_type, type_name
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
 from .. import ir
 from ..ir import Allocation, Node, PendingWrite, Source, source_bufs
@@ -41,8 +41,7 @@ def _rect_arg(func, rect):
 def _range_arg(func, rng, total):
     """(start, end) of a cv::Range argument: None or an empty sequence is Range::all(), as in
     OpenCV's binding; lazycv also reads (0, -1) as all."""
-    if rng is None or (isinstance(rng, (tuple, list)) and (len(rng) == 0 or len(rng) == 2 and rng[0] == 0
-                                                          and rng[1] == -1)):
+    if rng is None or (isinstance(rng, (tuple, list)) and len(rng) == 0):
         return 0, total
     try:
         a, b = int(rng[0]), int(rng[1])
@@ -523,7 +522,7 @@ class GpuMat:
             check(not self.empty(), "GpuMat::download", "the GpuMat is empty", StsBadArg)
             _check_stream("GpuMat::download", stream)
             self._materialize()
-            shape = (self._rows, self._cols) if self._cn == 1 else (self._rows, self._cols, self._cn)
+            shape = host_shape(self._rows, self._cols, self._cn)
             dt = DEPTH_DTYPE[self._depth]
             into = None                    # a region of a bigger host image: written through
             fits = isinstance(dst, np.ndarray) and dst.dtype == dt and (

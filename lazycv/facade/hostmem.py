@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 
 from .. import runtime
-from .._types import DEPTH_DTYPE, DTYPE_DEPTH, make_type, split_type
+from .._types import DEPTH_DTYPE, DTYPE_DEPTH, host_shape, make_type, split_type
 from ..errors import StsBadArg, StsNullPtr, StsUnsupportedFormat, cv_error
 from ..ops.common import int_arg, size_arg
 from ..runtime import STATE
@@ -42,7 +42,7 @@ class HostMem:
             self.alloc_type = _alloc_type(self.alloc_type)
             from .gpumat import host_array_info
             rows, cols, depth, cn, _ = host_array_info("HostMem", arr)   # a 1-D array is a column
-            shape = (rows, cols) if cn == 1 else (rows, cols, cn)
+            shape = host_shape(rows, cols, cn)
             self._arr = _pinned(shape, arr.dtype)
             self._arr[...] = arr.reshape(shape)
             return
@@ -67,7 +67,7 @@ class HostMem:
         if rows < 0 or cols < 0:
             raise cv_error("HostMem", f"rows and cols must be >= 0, got {rows}x{cols}", StsBadArg)
         depth, cn = dc
-        shape = (rows, cols) if cn == 1 else (rows, cols, cn)
+        shape = host_shape(rows, cols, cn)
         self._arr = _pinned(shape, DEPTH_DTYPE[depth])
 
     def _live(self, func):
@@ -140,7 +140,7 @@ class HostMem:
                                                f"{cn}-channel pixels", StsBadArg)
         out = HostMem(alloc_type=self.alloc_type)
         cols = total // (rows * cn)
-        out._arr = a.reshape((rows, cols) if cn == 1 else (rows, cols, cn))
+        out._arr = a.reshape(host_shape(rows, cols, cn))
         return out
 
     def swap(self, other):

@@ -3,7 +3,7 @@ DLPack) and wrapping memory that torch/cupy/OpenCV own."""
 import numpy as np
 
 from .. import runtime
-from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS
+from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, host_shape
 from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
 from ..ir import Allocation, Source
 from ..runtime import STATE
@@ -41,7 +41,7 @@ def host_to_device(buf, y0, c0, rows2d, stream=None):
 
 
 def _host_copy(mat):
-    shape = (mat._rows, mat._cols) if mat._cn == 1 else (mat._rows, mat._cols, mat._cn)
+    shape = host_shape(mat._rows, mat._cols, mat._cn)
     out = np.empty(shape, DEPTH_DTYPE[mat._depth])
     device_to_host(mat._alloc.buf, mat._y0, mat._x0 * mat._cn, mat._rows, mat._cols * mat._cn,
                    out.reshape(mat._rows, mat._cols * mat._cn))
@@ -84,7 +84,7 @@ def _export(mat, func):
             runtime.notify("export", mat, _host_copy(mat))
         a = mat._alloc
         item = DEPTH_DTYPE[mat._depth].itemsize
-        shape = (mat._rows, mat._cols) if mat._cn == 1 else (mat._rows, mat._cols, mat._cn)
+        shape = host_shape(mat._rows, mat._cols, mat._cn)
         strides = (a.row_elems * item, mat._cn * item) + ((item,) if mat._cn > 1 else ())
         offset = (mat._y0 * a.row_elems + mat._x0 * mat._cn) * item
         return a, shape, strides, offset

@@ -106,10 +106,18 @@ def set_to(self, *args, **kw):
     return self
 
 
+# copyTo's positional forms beyond one GpuMat: the kinds of its arguments (s: a Stream, m: a
+# GpuMat) -> what each one is
+_COPY_TO_FORMS = {"s": ("stream",), "sm": ("stream", "dst"), "mm": ("mask", "dst"),
+                  "ms": ("mask", "stream"), "msm": ("mask", "stream", "dst")}
+
+
 def _copy_to_positionals(func, args, dst, mask, stream):
     """(dst, mask, stream) by OpenCV's overloads of copyTo, tried in its binding's order:
     ``copyTo([dst])``, ``copyTo(stream[, dst])``, ``copyTo(mask[, dst])``,
     ``copyTo(mask, stream[, dst])`` — so one GpuMat beside a stream is the mask, not dst."""
+    if not args:
+        return dst, mask, stream
     Stream, GpuMat = stream_cls(), gpumat_cls()
     kinds = ""
     for a in args:
@@ -125,8 +133,7 @@ def _copy_to_positionals(func, args, dst, mask, stream):
         if dst is not None:
             raise cv_error(func, "dst given twice", StsBadArg)
         return args[0], mask, stream
-    forms = {"": (), "s": ("stream",), "sm": ("stream", "dst"), "mm": ("mask", "dst"),
-             "ms": ("mask", "stream"), "msm": ("mask", "stream", "dst")}
+    forms = _COPY_TO_FORMS
     if kinds not in forms:
         raise cv_error(func, "expected copyTo([dst]), copyTo(stream[, dst]), copyTo(mask[, dst]) or "
                              "copyTo(mask, stream[, dst])", StsBadArg)
