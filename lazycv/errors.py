@@ -11,6 +11,7 @@ StsAssert = -215
 StsNullPtr = -27
 StsNotImplemented = -213
 StsError = -2
+StsBadFlag = -206
 StsNoMem = -4
 
 _CODE_NAME = {StsBadArg: "Bad argument", StsBadSize: "Incorrect size of input array",
