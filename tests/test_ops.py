@@ -91,9 +91,9 @@ def test_cvtcolor_matches_cpu(rng, code, scn, depth):
 
 
 def test_cvtcolor_other_codes_fall_back(rng):
-    src = rand_image(rng, 9, 11, 3, np.uint8)
-    got = cv2.cuda.cvtColor(upload(src), cv2.COLOR_BGR2HSV).download()
-    assert_close(got, cv2.cvtColor(src, cv2.COLOR_BGR2HSV), 0)
+    src = rand_image(rng, 9, 11, 1, np.uint8)
+    got = cv2.cuda.cvtColor(upload(src), cv2.COLOR_BayerBG2BGR_VNG).download()
+    assert_close(got, cv2.cvtColor(src, cv2.COLOR_BayerBG2BGR_VNG), 0)
     assert lazycv.stats()["fallbacks"] == 1
 
 

@@ -1,12 +1,15 @@
-"""cvtColor: channel reorders, alpha add/drop, and the gray conversions, fused; every other
-colour code falls back to CPU OpenCV (correct, counted as a fallback)."""
+"""cvtColor: channel reorders, alpha add/drop and the gray conversions here; the colour spaces
+(color_spaces.py) and the Bayer and YUV 4:2:0 layouts (color_layouts.py), all fused. The codes
+left (VNG and edge-aware demosaicing, packed 4:2:2 YUV, BGR -> YUV 4:2:0) fall back to CPU
+OpenCV (correct, counted as a fallback)."""
 import cv2
 
 from .._types import DEPTH_ALPHA, is_float
-from ..errors import StsBadArg, cv_error
+from ..errors import StsBadArg, StsBadSize, cv_error
 from .base import OpDef
 from .common import check_channels, check_depth, cuda_api, int_arg, node, result, src_mat
 from .fallback import cpu_fallback
+from . import color_layouts, color_spaces
 
 ALPHA = -1
 _OPENCV_MAJOR = int(cv2.__version__.split(".")[0])
@@ -92,7 +95,47 @@ def cvt_node(func, m, code, dcn=0):
         check_channels(func, m, (3, 4))
         check_depth(func, m, _DEPTHS)
         return node("gray", [m._value(func)], (bidx,), (), m._rows, m._cols, m._depth, 1)
+    if code in color_spaces.CODES and (code, m._depth) not in color_spaces.NOT_FUSED:
+        op, static, depths, to_bgr = color_spaces.CODES[code]
+        check_channels(func, m, (3,) if to_bgr else (3, 4))
+        check_depth(func, m, depths)
+        if to_bgr and dcn not in (0, 3, 4):
+            raise cv_error(func, f"dcn must be 0, 3 or 4 for this code, got {dcn}", StsBadArg)
+        out_cn = (dcn or 3) if to_bgr else 3
+        return node(op, [m._value(func)], color_spaces.static_for(op, static, m._depth, out_cn), (),
+                    m._rows, m._cols, m._depth, out_cn)
+    if code in color_layouts.YUV420 or code in color_layouts.YUV420_GRAY:
+        return yuv420_node(func, m, code, dcn)
+    if code in color_layouts.BAYER:
+        red, bidx, code_dcn = color_layouts.BAYER[code]
+        check_channels(func, m, (1,))
+        check_depth(func, m, (cv2.CV_8U, cv2.CV_16U))
+        if dcn not in (0, 3, 4):
+            raise cv_error(func, f"dcn must be 0, 3 or 4 for this code, got {dcn}", StsBadArg)
+        if m._rows < 3 or m._cols < 3:
+            return None                      # (CPU OpenCV's answer for images without an inside)
+        out_cn = dcn or code_dcn
+        return node("bayer", [m._value(func)], (red, bidx, out_cn), (m._rows, m._cols),
+                    m._rows, m._cols, m._depth, out_cn)
     return None
+
+
+def yuv420_node(func, m, code, dcn):
+    """A YUV 4:2:0 frame, (H * 3 / 2) x W 8-bit single channel, to H x W colour or grey."""
+    check_channels(func, m, (1,))
+    check_depth(func, m, (cv2.CV_8U,))
+    if m._cols % 2 or m._rows % 3:
+        raise cv_error(func, f"a YUV 4:2:0 frame needs an even width and a height divisible by 3 "
+                             f"((H * 3 / 2) x W), got {m._cols}x{m._rows}", StsBadSize)
+    rows = m._rows * 2 // 3
+    if code in color_layouts.YUV420_GRAY:
+        return node("crop", [m._value(func)], (), (0, 0), rows, m._cols, m._depth, 1)
+    if dcn not in (0, 3, 4):
+        raise cv_error(func, f"dcn must be 0, 3 or 4 for this code, got {dcn}", StsBadArg)
+    planar, u_first, bidx, code_dcn = color_layouts.YUV420[code]
+    out_cn = dcn or code_dcn
+    return node("yuv420", [m._value(func)], (planar, u_first, bidx, out_cn), (rows, m._cols),
+                rows, m._cols, m._depth, out_cn)
 
 
 @cuda_api("cvtColor")
