@@ -16,13 +16,15 @@ from .errors import StsBadArg as _StsBadArg, cv_error as _cv_error
 from .compose import (Pipeline, compose, convert, crop, cvt_color, normalize, read, resize,  # noqa: F401
                       to_planar, write)
 from .userops import gather_op, op  # noqa: F401
+from .ops.fallback import FallbackWarning  # noqa: F401
+from .facade.patch import supported  # noqa: F401
 
 __version__ = "0.1.0"
 RESIZE_MAPPINGS = ("opencv-cpu", "opencv-cuda")
 __all__ = ["enable", "disable", "enabled", "is_enabled", "settings", "backend", "materialize", "stats",
            "reset_stats", "explain", "GpuMat", "Stream", "Event",
            "compose", "Pipeline", "read", "crop", "resize", "cvt_color", "convert", "normalize",
-           "to_planar", "write", "op", "gather_op"]
+           "to_planar", "write", "op", "gather_op", "FallbackWarning", "supported"]
 
 
 def _configure(backend, fuse, resize_mapping):

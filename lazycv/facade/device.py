@@ -293,14 +293,28 @@ for _name, (_attr, _host) in _ATTRIBUTES.items():
     setattr(DeviceInfo, _name, _attribute_method(_name, _attr, _host))
 
 
-def unsupported(name):
-    """A cv2.cuda function lazycv does not provide, standing in for a CPU-only OpenCV's own,
-    which aborts the process ("No CUDA support") where a script expects an exception."""
+NO_CUDA_BUILD = ("this OpenCV build has no CUDA support, and lazycv has neither a fused op nor a CPU OpenCV "
+                 "algorithm with its results")
+
+
+def unsupported(name, why=NO_CUDA_BUILD):
+    """A cv2.cuda function lazycv does not provide, standing in for a CPU-only OpenCV's own
+    (which aborts the process, "No CUDA support", where a script expects an exception) or for
+    a name such a build lacks altogether (an AttributeError): calling it raises cv2.error."""
     def fn(*args, **kw):
-        raise cv_error(name, "not provided by lazycv (and this OpenCV build has no CUDA support)",
-                       StsNotImplemented)
+        raise cv_error(name, f"not provided by lazycv: {why}", StsNotImplemented)
     fn.__name__ = name
+    fn.__doc__ = f"Not provided by lazycv: {why}."
     return fn
+
+
+def unsupported_class(name, statics=(), why=NO_CUDA_BUILD):
+    """A class of OpenCV's CUDA modules lazycv cannot compute: constructing it or calling its
+    static factories raises cv2.error naming lazycv and why."""
+    refuse = unsupported(name, why)
+    attrs = {"__init__": lambda self, *args, **kw: refuse(), "__doc__": f"Not provided by lazycv: {why}."}
+    attrs.update({s: staticmethod(unsupported(f"{name}::{s}", why)) for s in statics})
+    return type(name, (), attrs)
 
 
 API = {f.__name__: f for f in (getCudaEnabledDeviceCount, getDevice, setDevice, resetDevice,

@@ -1,8 +1,18 @@
-"""Installing lazycv as ``cv2.cuda`` and taking it out again, exactly."""
+"""Installing lazycv as ``cv2.cuda`` (and ``cv2.cudacodec``) and taking it out again, exactly.
+
+Without a CUDA build of OpenCV, every name the CUDA build's binding has is installed
+(facade/cuda_names.py), each from the first source that has it: a fused op (ops.common.API),
+the facade's objects, a CPU OpenCV path (ops.algorithms.FALLBACK_API), else a stand-in that
+raises cv2.error saying why — so a script meets results or cv2.error, never an AttributeError.
+"""
+import types
+
 import cv2
 
 from ..ops import API
-from . import interop
+from ..ops.algorithms import FALLBACK_API
+from ..ops.video import CODEC_API
+from . import cuda_names, interop
 from .gpumat import GpuMat
 from .stream import Event, Stream, wrapStream
 
@@ -42,6 +52,65 @@ def _functions():
                  createGpuMatFromCudaMemory=device.createGpuMatFromCudaMemory)
     if not _native_cuda_build():
         table.update({n: device.unsupported(n) for n in device.ABORTING if n not in table})
+        for name, obj in FALLBACK_API.items():
+            table.setdefault(name, obj)
+        for name in cuda_names.cuda_names() - table.keys():
+            table[name] = _stand_in(name, table)
+    return table
+
+
+def _stand_in(name, table):
+    """What a CUDA-build name lazycv cannot compute is under lazycv: its constant, or a
+    function/class raising cv2.error (a static method of a class lazycv provides: the
+    provided class's own)."""
+    from . import device
+    if name in cuda_names.CONSTANTS:
+        return cuda_names.CONSTANTS[name]
+    cls, _, static = name.rpartition("_")
+    why = cuda_names.NO_CPU_EQUIVALENT.get(name) or cuda_names.NO_CPU_EQUIVALENT.get(cls) or device.NO_CUDA_BUILD
+    if name in cuda_names.CLASSES:
+        return device.unsupported_class(name, cuda_names.CLASSES[name], why)
+    if cls in cuda_names.CLASSES and static in cuda_names.CLASSES[cls]:
+        owner = table.get(cls) or FALLBACK_API.get(cls)
+        if owner is not None and hasattr(owner, static):
+            return getattr(owner, static)
+    return device.unsupported(name, why)
+
+
+def _codec_module():
+    """cv2.cudacodec as a CUDA build has it, over CPU OpenCV's videoio (ops/video.py)."""
+    from . import device
+    mod = types.ModuleType("cv2.cudacodec", "lazycv: cv2.cudacodec over CPU OpenCV's videoio")
+    for name in cuda_names.codec_names():
+        if name in CODEC_API:
+            value = CODEC_API[name]
+        elif name in cuda_names.CODEC_CONSTANTS:
+            value = cuda_names.CODEC_CONSTANTS[name]
+        elif name in cuda_names.CODEC_CLASSES:
+            value = device.unsupported_class(f"cudacodec::{name}", why="it needs NVIDIA's video codec SDK")
+        else:
+            value = device.unsupported(f"cudacodec::{name}", why="it needs NVIDIA's video codec SDK")
+        setattr(mod, name, value)
+    return mod
+
+
+def supported():
+    """cv2.cuda name -> "fused" (a lazycv op), "fallback" (runs through CPU OpenCV) or
+    "unsupported" (raises cv2.error), for every function and class of OpenCV's CUDA modules and
+    every fused op; cv2.cudacodec's names are prefixed "cudacodec."."""
+    names = {n for n in cuda_names.cuda_names() if n not in cuda_names.CONSTANTS} | set(API)
+    table = {}
+    for name in sorted(names):
+        cls, _, static = name.rpartition("_")
+        owner = cls if cls in cuda_names.CLASSES and static in cuda_names.CLASSES[cls] else name
+        if name in API:
+            table[name] = "fused"
+        elif owner in FALLBACK_API or name in FALLBACK_API:
+            table[name] = "fallback"
+        else:
+            table[name] = "unsupported"
+    for name in sorted(cuda_names.codec_names() - set(cuda_names.CODEC_CONSTANTS)):
+        table[f"cudacodec.{name}"] = "fallback" if name in CODEC_API else "unsupported"
     return table
 
 
@@ -61,6 +130,13 @@ def install():
            "cuda_BufferPool": BufferPool, "cuda_DeviceInfo": DeviceInfo, "cuda_TargetArchs": TargetArchs,
            "cuda_GpuMat_Allocator": GpuMatAllocator,
            "cuda_Stream_Null": Stream.Null, "cuda_Event_elapsedTime": Event.elapsedTime}
+    if not _native_cuda_build():
+        top.update({f"cuda_{cls}": table[cls] for cls in cuda_names.CLASSES})
+        if not hasattr(cv2, "cudacodec"):
+            codec = _codec_module()
+            top["cudacodec"] = codec
+            top.update({f"cudacodec_{cls}": getattr(codec, cls)
+                        for cls in (*cuda_names.CODEC_CLASSES, *cuda_names.CODEC_STRUCTS)})
     for name, value in table.items():
         saved.append((cuda, name, getattr(cuda, name, _MISSING)))
         setattr(cuda, name, value)

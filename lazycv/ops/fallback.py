@@ -1,6 +1,9 @@
-"""The correct path for valid calls lazycv cannot fuse yet: run CPU OpenCV on the downloaded
-inputs and upload the answer. Counted in ``stats()['fallbacks']``; ``LAZYCV_DEBUG=1`` logs it."""
+"""The correct path for valid calls lazycv cannot fuse: run CPU OpenCV on the downloaded inputs
+and upload the answer. Each call is counted in ``stats()['fallbacks']`` (``LAZYCV_DEBUG=1`` logs
+it), and the first fallback of each function in a process warns with :class:`FallbackWarning`, so
+a user learns which calls leave the device without reading the counters."""
 import sys
+import warnings
 
 import cv2
 
@@ -10,18 +13,40 @@ from ..runtime import STATE
 from .common import check_dst, check_stream, gpumat_cls
 
 
+class FallbackWarning(UserWarning):
+    """A cv2.cuda call ran on CPU OpenCV (once per function and process; silence it with
+    ``warnings.filterwarnings("ignore", category=lazycv.FallbackWarning)``)."""
+
+
+_warned = set()          # functions that have warned in this process
+
+
+def count_fallback(func, why=""):
+    """Record one CPU OpenCV run of ``func``: the counter, the debug log, the one-time warning."""
+    STATE.stats["fallbacks"] += 1
+    if runtime.debug_level() >= 1:
+        print(f"[lazycv] fallback: {func} ran on CPU OpenCV ({why})", file=sys.stderr)
+    if func not in _warned:
+        _warned.add(func)
+        warnings.warn(f"lazycv: cv2.cuda {func} runs on CPU OpenCV" + (f" ({why})" if why else "")
+                      + "; its data goes to the host and back", FallbackWarning, stacklevel=3)
+
+
+def run_cpu(func, fn, *args):
+    """``fn(*args)`` with a CPU OpenCV error reported as ``func``'s cv2.error."""
+    try:
+        return fn(*args)
+    except cv2.error as e:
+        msg = getattr(e, "err", None) or str(e).strip().splitlines()[-1]
+        raise cv_error(func, msg, getattr(e, "code", StsBadArg)) from e
+
+
 def cpu_fallback(func, fn, mats, dst=None, stream=None, why=""):
     check_dst(func, dst)
     check_stream(func, stream)
     hosts = [m.download() for m in mats]
-    try:
-        out = fn(*hosts)
-    except cv2.error as e:
-        msg = getattr(e, "err", None) or str(e).strip().splitlines()[-1]
-        raise cv_error(func, msg, getattr(e, "code", StsBadArg)) from e
-    STATE.stats["fallbacks"] += 1
-    if runtime.debug_level() >= 1:
-        print(f"[lazycv] fallback: {func} ran on CPU OpenCV ({why})", file=sys.stderr)
+    out = run_cpu(func, fn, *hosts)
+    count_fallback(func, why)
     GpuMat = gpumat_cls()
     if dst is None:
         dst = GpuMat()
