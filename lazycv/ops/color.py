@@ -5,7 +5,7 @@ OpenCV (correct, counted as a fallback)."""
 import cv2
 
 from .._types import DEPTH_ALPHA, is_float
-from ..errors import StsBadArg, StsBadSize, cv_error
+from ..errors import StsBadArg, StsBadSize, StsNotImplemented, cv_error
 from .base import OpDef
 from .common import check_channels, check_depth, cuda_api, int_arg, node, result, src_mat
 from .fallback import cpu_fallback
@@ -152,6 +152,32 @@ def cvtColor(src, code, dst=None, dcn=0, stream=None):
         raise cv_error(func, f"unknown color conversion code {code}", StsBadArg)
     return cpu_fallback(func, lambda a: cv2.cvtColor(a, code, dstCn=dcn), [m], dst, stream,
                         why=f"colour code {code} is not fused yet")
+
+
+# OpenCV CUDA's Malvar-He-Cutler codes (cudaimgproc's DemosaicTypes): no CPU equivalent
+MHT_CODES = range(256, 264)
+BAYER_CODES = {c for c in KNOWN_CODES
+               if any(n.startswith(("COLOR_Bayer", "COLOR_BAYER")) and getattr(cv2, n) == c for n in dir(cv2))}
+
+
+@cuda_api("demosaicing")
+def demosaicing(src, code, dst=None, dcn=-1, stream=None):
+    """cv2.cuda.demosaicing(src, code[, dst[, dcn[, stream]]]): the Bayer codes of cvtColor
+    (bilinear, fused, as CPU OpenCV computes them)."""
+    func = "demosaicing"
+    m = src_mat(func, src)
+    code = int_arg(func, code, "code")
+    dcn = 0 if dcn is None or dcn == -1 else int_arg(func, dcn, "dcn")
+    if code in MHT_CODES:
+        raise cv_error(func, f"the Malvar-He-Cutler codes (COLOR_Bayer*_MHT, {code}) are not "
+                             "implemented by lazycv yet", StsNotImplemented)
+    if code not in BAYER_CODES:
+        raise cv_error(func, f"unsupported code {code}: expected a COLOR_Bayer* code", StsBadArg)
+    nd = cvt_node(func, m, code, dcn)
+    if nd is not None:
+        return result(func, nd, dst, stream)
+    return cpu_fallback(func, lambda a: cv2.demosaicing(a, code, dstCn=dcn), [m], dst, stream,
+                        why=f"Bayer code {code} is not fused yet")
 
 
 def reference(src, code, dcn=0):

@@ -198,7 +198,7 @@ class Hsv(OpDef):
 
     def emit(self, ctx, n, y, x):
         hls, bidx, hrange = n.static
-        if n.depth == U8 and not hls and hrange == 180:     # OpenCV's SIMD path truncates
+        if n.depth == U8 and not hls:
             hue, sat, val = _hsv_byte(ctx, *rgb_of(ctx, n, y, x, bidx), hrange)
             return [clamp_int(hue, U8), sat, val]
         b, g, r = rgb_of(ctx, n, y, x, bidx, as_float=True)
