@@ -49,22 +49,24 @@ def _clamp_far(v):
 # ---------------------------------------------------------------------------------- threshold
 
 class Threshold(OpDef):
-    """static = (type,); dyn = (thresh, maxval) in the image's type (see the module rules)."""
+    """dyn = (thresh, maxval) in the image's type (see the module rules), then the type as
+    choices: above, below (0: zero, 1: maxval, 2: the pixel). The type is an argument, not
+    part of the kernel: one kernel serves all five."""
     name = "threshold"
 
-    _FORMS = {cv2.THRESH_BINARY: "{m} if {v} > {t} else {z}",
-              cv2.THRESH_BINARY_INV: "{z} if {v} > {t} else {m}",
-              cv2.THRESH_TRUNC: "{m} if {v} > {t} else {v}",     # m carries the truncation value
-              cv2.THRESH_TOZERO: "{v} if {v} > {t} else {z}",
-              cv2.THRESH_TOZERO_INV: "{z} if {v} > {t} else {v}"}
-
     def emit(self, ctx, n, y, x):
-        (ttype,) = n.static
         kind = _kind(n.depth)
         t, m = ctx.dyn(n, 0, kind), ctx.dyn(n, 1, kind)
+        above, below = ctx.dyn(n, 2, "i"), ctx.dyn(n, 3, "i")
         z = {"i": "0", "f32": "np.float32(0)", "f64": "np.float64(0)"}[kind]
-        form = self._FORMS[ttype]
-        return [form.format(v=v, t=t, m=m, z=z) for v in ctx.read(n.inputs[0], y, x)]
+        pick = "({m} if {k} == 1 else ({v} if {k} == 2 else {z}))"
+        return [f"{pick.format(m=m, v=v, z=z, k=above)} if {v} > {t} else {pick.format(m=m, v=v, z=z, k=below)}"
+                for v in ctx.read(n.inputs[0], y, x)]
+
+
+# type -> (above the threshold, at or below it): 0 zero, 1 maxval (TRUNC: the threshold), 2 the pixel
+_THRESH_CHOICES = {cv2.THRESH_BINARY: (1, 0), cv2.THRESH_BINARY_INV: (0, 1), cv2.THRESH_TRUNC: (1, 2),
+                   cv2.THRESH_TOZERO: (2, 0), cv2.THRESH_TOZERO_INV: (0, 2)}
 
 
 def threshold_args(depth, thresh, maxval, ttype):
@@ -93,7 +95,7 @@ def threshold(src, thresh, maxval, type, dst=None, stream=None):
     ttype = int_arg(func, type, "type")
     check_depth(func, m, _ALL)
     if ttype & cv2.THRESH_OTSU and m._depth == cv2.CV_8U and m._cn == 1 and \
-            (ttype & ~cv2.THRESH_OTSU) in Threshold._FORMS:
+            (ttype & ~cv2.THRESH_OTSU) in _THRESH_CHOICES:
         # Otsu needs the histogram first: CPU OpenCV picks it, as OpenCV's CUDA module does
         got = {}
 
@@ -102,35 +104,41 @@ def threshold(src, thresh, maxval, type, dst=None, stream=None):
             return out
         out = cpu_fallback(func, otsu, [m], dst, stream, why="THRESH_OTSU picks the threshold on the host")
         return got["t"], out
-    if ttype not in Threshold._FORMS:
+    if ttype not in _THRESH_CHOICES:
         raise cv_error(func, f"unsupported threshold type {ttype} (expected THRESH_BINARY, THRESH_BINARY_INV, "
                              "THRESH_TRUNC, THRESH_TOZERO or THRESH_TOZERO_INV; THRESH_OTSU on CV_8UC1 only)",
                        StsBadFlag)
     retval, t, mx = threshold_args(m._depth, thresh, maxval, ttype)
-    nd = node("threshold", [m._value(func)], (ttype,), (t, mx), m._rows, m._cols, m._depth, m._cn)
+    nd = node("threshold", [m._value(func)], (), (t, mx) + _THRESH_CHOICES[ttype], m._rows, m._cols, m._depth,
+              m._cn)
     return retval, result(func, nd, dst, stream)
 
 
 # ------------------------------------------------------------------------------------ compare
 
-_CMP = {cv2.CMP_EQ: "==", cv2.CMP_GT: ">", cv2.CMP_GE: ">=", cv2.CMP_LT: "<", cv2.CMP_LE: "<=",
-        cv2.CMP_NE: "!="}
-
-
 class Compare(OpDef):
-    """static = (cmpop, mode): mode 'mm' (two images) or 'ms' (image and a scalar, dyn per
-    channel, already in the image's type: see :func:`compare_scalar`)."""
+    """static = (mode,): 'mm' (two images) or 'ms' (image and a scalar, per channel, already in
+    the image's type: :func:`compare_scalar`); dyn = the scalars, then the answer (255 or 0)
+    when a == b, a < b, a > b and unordered (NaN): the operator is an argument, not part of
+    the kernel."""
     name = "compare"
 
     def emit(self, ctx, n, y, x):
-        cmpop, mode = n.static
+        (mode,) = n.static
         src = n.inputs[0]
         a = ctx.read(src, y, x)
         if mode == "mm":
-            b = ctx.read(n.inputs[1], y, x)
+            b, k = ctx.read(n.inputs[1], y, x), 0
         else:
-            b = [ctx.dyn(n, c, _kind(src.depth)) for c in range(n.cn)]
-        return [f"255 if {ai} {_CMP[cmpop]} {bi} else 0" for ai, bi in zip(a, b)]
+            b, k = [ctx.dyn(n, c, _kind(src.depth)) for c in range(n.cn)], n.cn
+        eq, lt, gt, nan = (ctx.dyn(n, k + i, "i") for i in range(4))
+        return [f"{eq} if {ai} == {bi} else ({lt} if {ai} < {bi} else ({gt} if {ai} > {bi} else {nan}))"
+                for ai, bi in zip(a, b)]
+
+
+# cmpop -> the answer when a == b, a < b, a > b, unordered
+_OUTCOMES = {cv2.CMP_EQ: (255, 0, 0, 0), cv2.CMP_GT: (0, 0, 255, 0), cv2.CMP_GE: (255, 0, 255, 0),
+             cv2.CMP_LT: (0, 255, 0, 0), cv2.CMP_LE: (255, 255, 0, 0), cv2.CMP_NE: (0, 255, 255, 255)}
 
 
 def compare_scalar(depth, cmpop, s):
@@ -152,7 +160,7 @@ def compare_scalar(depth, cmpop, s):
 
 def _cmpop(func, cmpop):
     cmpop = int_arg(func, cmpop, "cmpop")
-    if cmpop not in _CMP:
+    if cmpop not in _OUTCOMES:
         raise cv_error(func, f"unknown comparison {cmpop} (expected CMP_EQ, CMP_GT, CMP_GE, CMP_LT, CMP_LE "
                              "or CMP_NE)", StsBadFlag)
     return cmpop
@@ -164,11 +172,12 @@ def compare_node(func, a, other, cmpop, broadcast):
     if isinstance(other, gpumat_cls()):
         b = src_mat(func, other, "src2")
         check_same(func, a, b)
-        return node("compare", [a._value(func, "src1"), b._value(func, "src2")], (cmpop, "mm"), (),
+        return node("compare", [a._value(func, "src1"), b._value(func, "src2")], ("mm",), _OUTCOMES[cmpop],
                     a._rows, a._cols, cv2.CV_8U, a._cn)
     s = scalar4(func, other, "src2", broadcast=broadcast)
     vals = tuple(compare_scalar(a._depth, cmpop, v) for v in s[:a._cn])
-    return node("compare", [a._value(func, "src1")], (cmpop, "ms"), vals, a._rows, a._cols, cv2.CV_8U, a._cn)
+    return node("compare", [a._value(func, "src1")], ("ms",), vals + _OUTCOMES[cmpop], a._rows, a._cols,
+                cv2.CV_8U, a._cn)
 
 
 _SWAPPED = {cv2.CMP_EQ: cv2.CMP_EQ, cv2.CMP_NE: cv2.CMP_NE, cv2.CMP_GT: cv2.CMP_LT, cv2.CMP_LT: cv2.CMP_GT,
@@ -238,24 +247,28 @@ def inRange(src, lowerb, upperb, dst=None, stream=None):
 
 # ------------------------------------------------------------------------------------ bitwise
 
-_BIT = {"and": "&", "or": "|", "xor": "^"}
+_BIT_OPS = {"and": 0, "or": 1, "xor": 2}
 _LOW_BITS = {cv2.CV_8U: 0xFF, cv2.CV_16U: 0xFFFF}
 
 
 class Bitwise(OpDef):
-    """static = (kind, mode): kind 'and', 'or', 'xor' or 'not'; mode 'mm', 'ms' (dyn scalars,
-    already in the image's depth) or 'm' (not)."""
+    """static = (mode,): 'mm', 'ms' (dyn scalars, already in the image's depth) or 'not'; the
+    binary operation is the last dyn (0 and, 1 or, 2 xor): one kernel serves all three."""
     name = "bitwise"
 
     def emit(self, ctx, n, y, x):
-        kind, mode = n.static
+        (mode,) = n.static
         a = ctx.read(n.inputs[0], y, x)
-        if kind == "not":
+        if mode == "not":
             mask = _LOW_BITS.get(n.depth)
             # integers load sign-extended: ~v is right for signed depths, unsigned keep their bits
             return [f"(~{v}) & {mask}" if mask else f"~{v}" for v in a]
-        b = ctx.read(n.inputs[1], y, x) if mode == "mm" else [ctx.dyn(n, c, "i") for c in range(n.cn)]
-        return [f"{ai} {_BIT[kind]} {bi}" for ai, bi in zip(a, b)]
+        if mode == "mm":
+            b, k = ctx.read(n.inputs[1], y, x), ctx.dyn(n, 0, "i")
+        else:
+            b, k = [ctx.dyn(n, c, "i") for c in range(n.cn)], ctx.dyn(n, n.cn, "i")
+        return [f"({ai} & {bi}) if {k} == 0 else (({ai} | {bi}) if {k} == 1 else ({ai} ^ {bi}))"
+                for ai, bi in zip(a, b)]
 
 
 def _bitwise(func, kind, src1, src2, dst, mask, stream, broadcast):
@@ -270,14 +283,14 @@ def _bitwise(func, kind, src1, src2, dst, mask, stream, broadcast):
     if is_float(a._depth):
         return _bitwise_fallback(func, kind, a, b, src2, dst, mask, stream, broadcast)
     if kind == "not":
-        nd = node("bitwise", [a._value(func, "src1")], ("not", "m"), (), a._rows, a._cols, a._depth, a._cn)
+        nd = node("bitwise", [a._value(func, "src1")], ("not",), (), a._rows, a._cols, a._depth, a._cn)
     elif b is not None:
-        nd = node("bitwise", [a._value(func, "src1"), b._value(func, "src2")], (kind, "mm"), (),
+        nd = node("bitwise", [a._value(func, "src1"), b._value(func, "src2")], ("mm",), (_BIT_OPS[kind],),
                   a._rows, a._cols, a._depth, a._cn)
     else:
         s = scalar4(func, src2, "src2", broadcast=broadcast)
-        nd = node("bitwise", [a._value(func, "src1")], (kind, "ms"), tuple(_bound(a._depth, v) for v in s[:a._cn]),
-                  a._rows, a._cols, a._depth, a._cn)
+        nd = node("bitwise", [a._value(func, "src1")], ("ms",),
+                  tuple(_bound(a._depth, v) for v in s[:a._cn]) + (_BIT_OPS[kind],), a._rows, a._cols, a._depth, a._cn)
     return finish_masked(func, nd, a, dst, mask, stream)
 
 

@@ -178,23 +178,25 @@ _DEG = 57.29577951308232
 
 
 class Polar(OpDef):
-    """static = (kind, degrees): kind 'mag', 'mag_sqr', 'phase' (from x, y) or 'x', 'y' (from
-    magnitude, angle); the inputs are one 2-channel image (the two operands as channels)."""
+    """static = (kind,): 'mag', 'mag_sqr', 'phase' (from x, y) or 'x', 'y' (from magnitude,
+    angle), the two operands as the channels of one input; dyn = (angle unit,): 1 for radians,
+    the degrees <-> radians factor otherwise (an argument: one kernel for both units)."""
     name = "polar"
 
     def emit(self, ctx, n, y, x):
-        kind, degrees = n.static
+        (kind,) = n.static
         ft = _ft(n.depth)
         a, b = ctx.read(n.inputs[0], y, x)
         if kind == "mag":
             return [f"math.sqrt({a} * {a} + {b} * {b})"]
         if kind == "mag_sqr":
             return [f"{a} * {a} + {b} * {b}"]
+        unit = ctx.dyn(n, 0, "f64" if n.depth == cv2.CV_64F else "f32")
         if kind == "phase":
             t = ctx.let(f"math.atan2({b}, {a})", "a")
             t = ctx.let(f"{t} + {ft}({_TWO_PI}) if {t} < 0 else {t}", "a")
-            return [f"{t} * {ft}({_DEG})" if degrees else t]
-        rad = ctx.let(f"{b} * {ft}({1 / _DEG})" if degrees else b, "a")
+            return [f"{t} * {unit}"]
+        rad = ctx.let(f"{b} * {unit}", "a")
         return [f"{a} * math.{'cos' if kind == 'x' else 'sin'}({rad})"]
 
 
@@ -214,7 +216,9 @@ def _pair(func, first, second, names):
 
 
 def _polar(pair, like, kind, degrees):
-    return node("polar", [pair], (kind, bool(degrees)), (), like._rows, like._cols, like._depth, 1)
+    unit = 1.0 if not degrees else (_DEG if kind == "phase" else 1 / _DEG)
+    return node("polar", [pair], (kind,), (unit,) if kind in ("phase", "x", "y") else (),
+                like._rows, like._cols, like._depth, 1)
 
 
 def _magnitude_api(name, kind):

@@ -123,10 +123,10 @@ def gammaCorrection(src, dst=None, forward=True, stream=None):
 ALPHA_OPS = {"ALPHA_OVER": 0, "ALPHA_IN": 1, "ALPHA_OUT": 2, "ALPHA_ATOP": 3, "ALPHA_XOR": 4, "ALPHA_PLUS": 5,
              "ALPHA_OVER_PREMUL": 6, "ALPHA_IN_PREMUL": 7, "ALPHA_OUT_PREMUL": 8, "ALPHA_ATOP_PREMUL": 9,
              "ALPHA_XOR_PREMUL": 10, "ALPHA_PLUS_PREMUL": 11, "ALPHA_PREMUL": 12}
-ALPHA_PREMUL = 12
-# Porter and Duff's factors (F1, F2) of each operator, over a1, a2 (alphas in [0, 1])
-_PORTER_DUFF = {0: ("1", "(1 - {a1})"), 1: ("{a2}", "0"), 2: ("(1 - {a2})", "0"),
-                3: ("{a2}", "(1 - {a1})"), 4: ("(1 - {a2})", "(1 - {a1})"), 5: ("1", "1")}
+# Porter and Duff's factors F1 = k0 + k1 a2, F2 = m0 + m1 a1 of each operator, and whether the
+# colours are premultiplied; ALPHA_PREMUL is img1 alone, its colours times its alpha
+_PORTER_DUFF = {0: (1, 0, 1, -1), 1: (0, 1, 0, 0), 2: (1, -1, 0, 0), 3: (0, 1, 1, -1), 4: (1, -1, 1, -1),
+                5: (1, 0, 1, 0), 12: (1, 0, 0, 0)}
 _ALPHA_DEPTHS = (cv2.CV_8U, cv2.CV_16U, cv2.CV_32S, cv2.CV_32F)
 
 
@@ -135,24 +135,27 @@ def alpha_scale(depth):
     return 1.0 if is_float(depth) else float(DEPTH_RANGE[depth][1])
 
 
+def alpha_factors(op):
+    """(k0, k1, m0, m1, premultiplied) of ``alpha_op``: the kernel's arguments."""
+    return _PORTER_DUFF[op if op == 12 else op % 6] + (int(6 <= op < 12),)
+
+
 class AlphaComp(OpDef):
-    """static = (alpha_op,)."""
+    """dyn = :func:`alpha_factors`: the operator is an argument, one kernel serves all 13."""
     name = "alpha_comp"
 
     def emit(self, ctx, n, y, x):
-        (op,) = n.static
-        ft = "np.float64" if n.depth == cv2.CV_32S else "np.float32"
+        wt = "f64" if n.depth == cv2.CV_32S else "f32"
+        ft = "np.float64" if wt == "f64" else "np.float32"
         p = [f"{ft}({v})" for v in ctx.read(n.inputs[0], y, x)]
         q = [f"{ft}({v})" for v in ctx.read(n.inputs[1], y, x)]
+        k0, k1, m0, m1 = (ctx.dyn(n, i, wt) for i in range(4))
+        premul = ctx.dyn(n, 4, "i")
         scale = f"{ft}({alpha_scale(n.depth)!r})"
-        a1 = ctx.let(f"{p[3]} / {scale}", "a")
-        if op == ALPHA_PREMUL:
-            return [saturate(ctx, f"{c} * {a1}", n.depth) for c in p[:3]] + [saturate(ctx, p[3], n.depth)]
-        a2 = ctx.let(f"{q[3]} / {scale}", "a")
-        f1, f2 = (ctx.let(f.format(a1=a1, a2=a2).replace("1 -", f"{ft}(1) -"), "f") for f in _PORTER_DUFF[op % 6])
-        premul = op >= 6
-        w1 = f1 if premul else ctx.let(f"{a1} * {f1}", "w")
-        w2 = f2 if premul else ctx.let(f"{a2} * {f2}", "w")
+        a1, a2 = ctx.let(f"{p[3]} / {scale}", "a"), ctx.let(f"{q[3]} / {scale}", "a")
+        f1, f2 = ctx.let(f"{k0} + {k1} * {a2}", "f"), ctx.let(f"{m0} + {m1} * {a1}", "f")
+        w1 = ctx.let(f"{f1} if {premul} == 1 else {a1} * {f1}", "w")
+        w2 = ctx.let(f"{f2} if {premul} == 1 else {a2} * {f2}", "w")
         colours = [f"{c1} * {w1} + {c2} * {w2}" for c1, c2 in zip(p[:3], q[:3])]
         alpha = f"({a1} * {f1} + {a2} * {f2}) * {scale}"
         return [saturate(ctx, e, n.depth) for e in colours + [alpha]]
@@ -169,7 +172,7 @@ def alphaComp(img1, img2, alpha_op, dst=None, stream=None):
     check_depth(func, a, _ALPHA_DEPTHS, "img1")
     check_channels(func, a, (4,), "img1")
     check_same(func, a, b, ("img1", "img2"))
-    nd = node("alpha_comp", [a._value(func, "img1"), b._value(func, "img2")], (op,), (),
+    nd = node("alpha_comp", [a._value(func, "img1"), b._value(func, "img2")], (), alpha_factors(op),
               a._rows, a._cols, a._depth, 4)
     return result(func, nd, dst, stream)
 
