@@ -454,15 +454,16 @@ class Pipeline:
         with STATE.lock:
             mats, batch = self.reader.load(frames, stream)
             got = None
-            if batch and self._programs is not None and not (w.device and out is not None) and \
-                    (w.device or w.tensor or w.stack):
-                got = self._by_program(mats, stream)
+            # one frame is a batch of one: the same program, its result without the batch axis
+            if self._programs is not None and not (w.device and out is not None) and \
+                    (w.device or w.tensor or (w.stack and batch)):
+                got = self._by_program(mats, stream, single=not batch)
             if got is None:
                 res = self._items(mats, stream)
             elif got[0] is None:
                 res = got[1]                     # the capture's results (general path)
             else:
-                return self._deliver(got, out, stream)
+                return self._deliver(got, out, stream, batch)
             if w.tensor:
                 return self._write_tensor(res, batch)
             if w.device:
@@ -475,7 +476,7 @@ class Pipeline:
         return bool(self.body) and isinstance(self.body[-1], ToPlanar)
 
     # ---- batch programs
-    def _by_program(self, mats, stream):
+    def _by_program(self, mats, stream, single=False):
         """The batch computed by its program (captured on the first batch of its shape): (the
         program, what it launched — a tensor, or per-plane buffers for GpuMat results); (None,
         results) when this call captured a program but must return the general path's results;
@@ -511,13 +512,13 @@ class Pipeline:
                 return None, res
             # one more launch into the tensor: cheaper than copying the results there plane by
             # plane (host output: than downloading them plane by plane)
-            got = prog.run(values)
+            got = prog.run(values, single=single)
             return (None, res) if got is None else (prog, got)
-        got = prog.run(values, items)
+        got = prog.run(values, items, single)
         return None if got is None else (prog, got)
 
-    def _deliver(self, got, out, stream):
-        """A program's launch as the writer's form."""
+    def _deliver(self, got, out, stream, batch=True):
+        """A program's launch as the writer's form (one frame: without the batch axis)."""
         prog, result = got
         w = self.writer
         if w.tensor:
@@ -525,10 +526,10 @@ class Pipeline:
         if w.device:
             GpuMat, Allocation = _gpumat(), ir.Allocation
             mats = [GpuMat._over(Allocation(buf), prog.rows, prog.cols, prog.depth, prog.cn) for buf in result]
-            if not prog.planar:
-                return mats
-            p = prog.planes
-            return [mats[i:i + p] for i in range(0, len(mats), p)]
+            if prog.planar:
+                p = prog.planes
+                mats = [mats[i:i + p] for i in range(0, len(mats), p)]
+            return mats if batch else mats[0]
         shape, dt = prog.tensor_shape, prog.dtype
         if out is None:
             out = np.empty(shape, dt)

@@ -100,15 +100,17 @@ class BatchProgram:
         prog.y0, prog.x0 = [v.y0 for v in inputs], [v.x0 for v in inputs]
         return prog
 
-    def run(self, values, items=False):
-        """Launch for ``values``. Returns the batch tensor (fresh pooled device memory), or
-        with ``items`` the 2-D buffer of each plane, item-major (GpuMat results); None where
-        the backend cannot launch into a tensor (a launch path that types real arrays)."""
+    def run(self, values, items=False, single=False):
+        """Launch for ``values``. Returns the batch tensor (fresh pooled device memory; with
+        ``single``, one item's, without the batch axis: its own allocation, since a pooled
+        buffer's lifetime is that of the array handed out, not of views of it), or with
+        ``items`` the 2-D buffer of each plane, item-major (GpuMat results); None where the
+        backend cannot launch into a tensor (a launch path that types real arrays)."""
         be = STATE.backend
         if items:
             slab, out = be.alloc_batch(*self.slab_shape, self.dtype)
         else:
-            out = be.buffers.alloc(self.tensor_shape, self.dtype)
+            out = be.buffers.alloc(self.tensor_shape[1:] if single else self.tensor_shape, self.dtype)
             slab = be.launch_view(out, self.slab_shape)
             if slab is None:
                 return None

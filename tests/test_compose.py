@@ -295,3 +295,26 @@ def test_a_crop_of_constant_inputs_reads_each_items_own_values(rng):
         out = p([g1, g2, g3])
         np.testing.assert_array_equal(out[:, 0, 0], [7, img[1, 1], 99])
         np.testing.assert_array_equal(out[1], img[1:4, 1:5].astype(np.float32))
+
+
+@pytest.mark.parametrize("form", [{"tensor": True}, {"device": True}])
+def test_one_gpumat_is_one_launch_like_a_batch_of_one(rng, form):
+    """Compose called on a bare GpuMat takes the batch program of a batch of one (it copied
+    each plane into the tensor with a launch of its own): one launch a call, the same values,
+    no batch axis."""
+    (h, w), rect, out = _geom()
+    g = upload(rand_image(rng, h, w, 3, np.uint8))
+    steps = list(pipeline(rect, out).steps[:-1]) + [lazycv.write(**form)]
+    p = lazycv.compose(*steps)
+    want = p([g])[0]
+    for _ in range(3):
+        lazycv.reset_stats()
+        got = p(g)
+        assert lazycv.stats()["kernels_launched"] == 1
+        if form.get("tensor"):
+            assert got.shape == (3, out[1], out[0])
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert len(got) == 3
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a.download(), b.download())
