@@ -4,5 +4,6 @@ reference used by tests. Importing this package registers every op and every cv2
 """
 from .common import API  # noqa: F401
 from . import core, convert, arith, color, geometry, channels  # noqa: F401
+from . import filters, morphology  # noqa: F401
 from . import logic, mathfn, pointwise  # noqa: F401
 from . import algorithms, cpu_functions, features, video  # noqa: F401  (CPU OpenCV paths)
