@@ -6,4 +6,5 @@ from .common import API  # noqa: F401
 from . import core, convert, arith, color, geometry, channels  # noqa: F401
 from . import filters, morphology  # noqa: F401
 from . import logic, mathfn, pointwise  # noqa: F401
+from . import reduce, hist  # noqa: F401
 from . import algorithms, cpu_functions, features, video  # noqa: F401  (CPU OpenCV paths)

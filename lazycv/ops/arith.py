@@ -77,8 +77,10 @@ def working_type(kind, in_depths, out_depth, scaled, with_scalar):
 
 
 class Arith(OpDef):
-    """static = (kind, mode, wt, scaled); mode 'mm' (two images), 'ms' (image op scalar) or
-    'sm' (scalar op image); dyn = (scale, s0, s1, s2, s3)."""
+    """static = (kind, mode, wt, scaled); mode 'mm' (two images), 'ms' (image op scalar),
+    'sm' (scalar op image), or 'mv' / 'vm' with a device scalar (a 1x1 GpuMat, e.g. a
+    statistic, read at (0, 0): channel c, or channel 0 of a one-channel one); dyn = (scale,
+    s0, s1, s2, s3)."""
     name = "arith"
 
     def emit(self, ctx, n, y, x):
@@ -87,13 +89,16 @@ class Arith(OpDef):
         a = self._operand(ctx, n.inputs[0], wt, y, x)
         if mode == "mm":
             b = self._operand(ctx, n.inputs[1], wt, y, x)
+        elif mode in DEVICE_SCALAR_MODES:
+            b = self._operand(ctx, n.inputs[1], wt, "0", "0")
+            b = [b[c] if len(b) > 1 else b[0] for c in range(n.cn)]
         else:
             b = [ctx.dyn(n, 1 + c, wt if wt != "i" else "i") for c in range(n.cn)]
         if ft:
             a = [f"{ft}({v})" for v in a]
-            if mode == "mm":
+            if mode == "mm" or mode in DEVICE_SCALAR_MODES:
                 b = [f"{ft}({v})" for v in b]
-        if mode == "sm" and kind not in ("min", "max"):     # (min/max: OpenCV's image first)
+        if mode in ("sm", "vm") and kind not in ("min", "max"):     # (min/max: OpenCV's image first)
             a, b = b, a
         s = ctx.dyn(n, 0, wt) if scaled else None
         if kind == "mul" and scaled:
@@ -199,8 +204,32 @@ def _float_scalars(kind, mode, scale, svals):
     return vals
 
 
+DEVICE_SCALAR_MODES = ("mv", "vm")
+
+
+def _device_scalar_mode(func, a, b):
+    """'mv' when ``b`` is a device scalar for image ``a`` (a 1x1 GpuMat beside a bigger image or
+    one of another channel count), 'vm' when ``a`` is one for ``b``, else 'mm' (a lazycv
+    extension: a statistic such as calcSum's stays on the device)."""
+    one_a, one_b = (a._rows, a._cols) == (1, 1), (b._rows, b._cols) == (1, 1)
+    if one_b and (not one_a or a._cn != b._cn):
+        mode, img, val = "mv", a, b
+    elif one_a and not one_b:
+        mode, img, val = "vm", b, a
+    else:
+        return "mm"
+    if val._cn != 1 and val._cn < img._cn:
+        raise cv_error(func, f"a 1x1 GpuMat used as a scalar needs 1 or at least {img._cn} channels, "
+                             f"got {val._cn}", StsUnmatchedFormats)
+    return mode
+
+
 def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
     a, b, mode = _operands(func, src1, src2)
+    if mode == "mm":
+        mode = _device_scalar_mode(func, a, b)
+    if mode in DEVICE_SCALAR_MODES:
+        return _device_scalar_node(func, kind, mode, a, b, dtype, scale)
     if mode == "mm":
         check_same(func, a, b, type_too=False)
         if a._cn != b._cn:
@@ -230,6 +259,22 @@ def arith_node(func, kind, src1, src2, dtype=-1, scale=1.0):
     inputs = [a._value(func, "src1")] + ([b._value(func, "src2")] if mode == "mm" else [])
     return node("arith", inputs, (kind, mode, wt, scaled), (float(scale),) + svals,
                 a._rows, a._cols, out_depth, a._cn), a
+
+
+def _device_scalar_node(func, kind, mode, a, b, dtype, scale):
+    """An image and a device scalar: the working type a host scalar would give, taking a float
+    statistic for a fractional value (rounded in the kernel where the math is integer)."""
+    img, val = (a, b) if mode == "mv" else (b, a)
+    out_depth = depth_arg(func, dtype, img._depth)
+    scaled = float(scale) != 1.0
+    if kind in ("add", "sub"):
+        d2 = val._depth if not is_float(val._depth) else (cv2.CV_64F if img._depth == cv2.CV_64F else cv2.CV_32F)
+        wt = addsub_working_type(img._depth, d2, out_depth)
+    else:
+        wt = working_type(kind, (img._depth,), out_depth, scaled, True)
+    inputs = [img._value(func, "src1" if mode == "mv" else "src2"), val._value(func, "scalar")]
+    return node("arith", inputs, (kind, mode, wt, scaled), (float(scale),) + (0.0,) * 4,
+                img._rows, img._cols, out_depth, img._cn), img
 
 
 def _finish(func, nd, like, dst, mask, stream):

@@ -1,0 +1,416 @@
+"""Reductions (ops/reduce.py, ops/hist.py) against CPU OpenCV, their device forms, and the device
+scalar of arithmetic: statistics stay on the device until a host number is asked for."""
+import cv2
+import numpy as np
+import pytest
+
+import lazycv
+
+from .conftest import SIM, assert_close, assert_fused_equals_eager, rand_image, run_both, upload
+
+ALL = {cv2.CV_8U: np.uint8, cv2.CV_8S: np.int8, cv2.CV_16U: np.uint16, cv2.CV_16S: np.int16,
+       cv2.CV_32S: np.int32, cv2.CV_32F: np.float32, cv2.CV_64F: np.float64}
+SIZES = [(1, 1), (5, 13), (17, 33)] if not SIM else [(1, 1), (3, 5)]
+
+
+def _mask(rng, h, w, empty=False):
+    m = (rng.random((h, w)) < 0.5).astype(np.uint8) * 255
+    if empty:
+        m[:] = 0
+    elif not m.any():
+        m[0, 0] = 255
+    return m
+
+
+def _gpu_mask(m):
+    return None if m is None else upload(m)
+
+
+@pytest.mark.parametrize("depth", list(ALL))
+@pytest.mark.parametrize("cn", [1, 3, 4])
+def test_sums_match_cpu(rng, depth, cn):
+    for h, w in SIZES:
+        src = rand_image(rng, h, w, cn, ALL[depth])
+        flat = src.reshape(h * w, cn).astype(np.float64)
+        for mask in (None, _mask(rng, h, w)):
+            sel = flat if mask is None else flat[mask.reshape(-1) != 0]
+            # (CPU OpenCV sums 32S in int32 lanes that can wrap; lazycv sums exactly, in double)
+            exact = mask is not None or depth == cv2.CV_32S
+            want = {"sum": tuple(sel.sum(0)) + (0.0,) * (4 - cn) if exact else cv2.sumElems(src),
+                    "absSum": np.abs(sel).sum(0), "sqrSum": (sel * sel).sum(0)}
+            for name, ref in want.items():
+                got = getattr(cv2.cuda, name)(upload(src), _gpu_mask(mask))
+                assert len(got) == 4 and got[cn:] == (0.0,) * (4 - cn)
+                np.testing.assert_allclose(got[:cn], np.asarray(ref)[:cn], rtol=1e-9, err_msg=f"{name} {h}x{w}")
+
+
+@pytest.mark.sim
+def test_sums_sim(rng):
+    src = rand_image(rng, 3, 5, 3, np.uint8)
+    mask = _mask(rng, 3, 5)
+    assert cv2.cuda.sum(upload(src)) == cv2.sumElems(src)
+    ref = src.reshape(-1, 3)[mask.reshape(-1) != 0].astype(np.float64)
+    assert cv2.cuda.sqrSum(upload(src), upload(mask))[:3] == tuple((ref * ref).sum(0))
+
+
+@pytest.mark.parametrize("depth", list(ALL))
+def test_min_max_loc_matches_cpu(rng, depth):
+    for h, w in SIZES + [(4, 1)]:
+        src = rand_image(rng, h, w, 1, ALL[depth])
+        if h * w > 4:
+            src.flat[7 % (h * w)] = src.max()            # a tie: the first in row-major order wins
+        for mask in (None, _mask(rng, h, w)):
+            ref = cv2.minMaxLoc(src, mask)
+            assert cv2.cuda.minMaxLoc(upload(src), _gpu_mask(mask)) == ref, f"{h}x{w}"
+            assert cv2.cuda.minMax(upload(src), _gpu_mask(mask)) == ref[:2]
+
+
+@pytest.mark.sim
+def test_min_max_loc_sim(rng):
+    src = rand_image(rng, 3, 5, 1, np.int16)
+    mask = _mask(rng, 3, 5)
+    assert cv2.cuda.minMaxLoc(upload(src)) == cv2.minMaxLoc(src)
+    assert cv2.cuda.minMaxLoc(upload(src), upload(mask)) == cv2.minMaxLoc(src, mask)
+
+
+def test_min_max_empty_mask(rng):
+    src = rand_image(rng, 4, 6, 1, np.float32)
+    mask = _mask(rng, 4, 6, empty=True)
+    assert cv2.cuda.minMaxLoc(upload(src), upload(mask)) == cv2.minMaxLoc(src, mask)
+
+
+def test_find_min_max_device_forms(rng):
+    src = rand_image(rng, 6, 9, 1, np.uint16)
+    lazycv.reset_stats()
+    vals, loc = cv2.cuda.findMinMaxLoc(upload(src))
+    mm = cv2.cuda.findMinMax(upload(src))
+    assert lazycv.stats()["bytes_d2h"] == 0
+    lo, hi, (x0, y0), (x1, y1) = cv2.minMaxLoc(src)
+    assert mm.type() == cv2.CV_32SC1 and mm.size() == (2, 1)
+    np.testing.assert_array_equal(mm.download(), [[lo, hi]])
+    np.testing.assert_array_equal(vals.download(), [[lo, hi]])
+    np.testing.assert_array_equal(loc.download(), [[y0 * 9 + x0, y1 * 9 + x1]])
+    f = rand_image(rng, 6, 9, 1, np.float32)
+    assert cv2.cuda.findMinMax(upload(f)).type() == cv2.CV_32FC1
+
+
+@pytest.mark.parametrize("depth", [cv2.CV_8U, cv2.CV_16S, cv2.CV_32F])
+def test_count_non_zero(rng, depth):
+    for h, w in SIZES:
+        src = rand_image(rng, h, w, 1, ALL[depth])
+        src[rng.random((h, w)) < 0.3] = 0
+        assert cv2.cuda.countNonZero(upload(src)) == cv2.countNonZero(src)
+        d = cv2.cuda.countNonZero(upload(src), cv2.cuda_GpuMat())
+        assert d.type() == cv2.CV_32SC1 and d.download()[0, 0] == cv2.countNonZero(src)
+
+
+@pytest.mark.parametrize("depth", [cv2.CV_8U, cv2.CV_16S, cv2.CV_32F])
+def test_norm_matches_cpu(rng, depth):
+    rtol = 1e-6 if depth == cv2.CV_32F else 1e-9        # (CPU takes a 32F difference in float)
+    for h, w in SIZES:
+        for cn in (1, 3):
+            a, b = rand_image(rng, h, w, cn, ALL[depth]), rand_image(rng, h, w, cn, ALL[depth])
+            for nt in (cv2.NORM_L1, cv2.NORM_L2, cv2.NORM_INF):
+                np.testing.assert_allclose(cv2.cuda.norm(upload(a), nt), cv2.norm(a, nt), rtol=rtol)
+                np.testing.assert_allclose(cv2.cuda.norm(upload(a), upload(b), nt), cv2.norm(a, b, nt), rtol=rtol)
+                if cn == 1:
+                    m = _mask(rng, h, w)
+                    np.testing.assert_allclose(cv2.cuda.norm(upload(a), nt, upload(m)), cv2.norm(a, nt, mask=m),
+                                               rtol=rtol)
+        np.testing.assert_allclose(cv2.cuda.norm(upload(a), upload(b)), cv2.norm(a, b), rtol=rtol)
+
+
+def test_calc_norm_device_forms(rng):
+    a, b = rand_image(rng, 5, 7, 1, np.float32), rand_image(rng, 5, 7, 1, np.float32)
+    lazycv.reset_stats()
+    n = cv2.cuda.calcNorm(upload(a), cv2.NORM_L2)
+    d = cv2.cuda.calcNormDiff(upload(a), upload(b), normType=cv2.NORM_L1)
+    assert lazycv.stats()["bytes_d2h"] == 0
+    np.testing.assert_allclose(n.download()[0, 0], cv2.norm(a, cv2.NORM_L2), rtol=1e-9)
+    np.testing.assert_allclose(d.download()[0, 0], cv2.norm(a, b, cv2.NORM_L1), rtol=1e-6)
+
+
+NORMALIZE = [(cv2.NORM_MINMAX, 10, 200), (cv2.NORM_MINMAX, 1, 0), (cv2.NORM_L1, 1000, 0), (cv2.NORM_L2, 100, 0),
+             (cv2.NORM_INF, 50, 0)]
+
+
+@pytest.mark.parametrize("depth", [cv2.CV_8U, cv2.CV_16S, cv2.CV_32F, cv2.CV_64F])
+@pytest.mark.parametrize("dtype", [-1, cv2.CV_32F])
+def test_normalize_matches_cpu(rng, depth, dtype):
+    from lazycv.ops.reduce import reference_normalize
+    for h, w in SIZES:
+        src = rand_image(rng, h, w, 1, ALL[depth])
+        for nt, alpha, beta in NORMALIZE:
+            for mask in (None, _mask(rng, h, w)):
+                got = cv2.cuda.normalize(upload(src), alpha, beta, nt, dtype, mask=_gpu_mask(mask)).download()
+                ref = reference_normalize(src, alpha, beta, nt, dtype, mask)
+                float_out = ref.dtype.kind == "f"
+                assert_close(got, ref, 1e-4 if float_out else 1, rel=1e-5 if float_out else None,
+                             what=f"{h}x{w} norm {nt}")
+
+
+@pytest.mark.sim
+def test_normalize_sim(rng):
+    from lazycv.ops.reduce import reference_normalize
+    src = rand_image(rng, 3, 5, 1, np.uint8)
+    for nt, alpha, beta in NORMALIZE[:1] + NORMALIZE[3:4]:
+        got = cv2.cuda.normalize(upload(src), alpha, beta, nt, cv2.CV_32F).download()
+        assert_close(got, reference_normalize(src, alpha, beta, nt, cv2.CV_32F), 1e-4, rel=1e-5)
+
+
+def test_normalize_into_dst_with_mask_keeps_the_rest(rng):
+    src = rand_image(rng, 6, 8, 1, np.uint8)
+    mask = _mask(rng, 6, 8)
+    old = rand_image(rng, 6, 8, 1, np.uint8)
+    dst = upload(old)
+    cv2.cuda.normalize(upload(src), 0, 255, cv2.NORM_MINMAX, -1, dst, upload(mask))
+    assert_close(dst.download(), cv2.normalize(src, old.copy(), 0, 255, cv2.NORM_MINMAX, -1, mask), 1)
+
+
+@pytest.mark.sim
+def test_normalize_after_resize_is_reduce_phase_plus_fused_map(rng):
+    """The statistic never reaches the host: one resize kernel (materialised for the reduce),
+    the reduce kernel, then one fused map (normalize + the convert after it)."""
+    src = rand_image(rng, 9, 12, 1, np.uint8) if SIM else rand_image(rng, 40, 60, 1, np.uint8)
+    dsize = (5, 4) if SIM else (31, 17)
+
+    def pipeline():
+        lazycv.reset_stats()
+        r = cv2.cuda.resize(upload(src), dsize)
+        n = cv2.cuda.normalize(r, 0, 1, cv2.NORM_MINMAX, cv2.CV_32F)
+        out = n.convertTo(cv2.CV_8U, alpha=255)
+        before = dict(lazycv.stats())
+        host = out.download()
+        return host, before, dict(lazycv.stats())
+
+    (fused, before, after), (eager, _, eager_after) = run_both(pipeline)
+    assert before["bytes_d2h"] == 0
+    assert after["bytes_d2h"] == fused.nbytes
+    reduce_launches = 1 if lazycv.backend() == "cpu" else 2
+    assert after["kernels_launched"] == 2 + reduce_launches
+    assert eager_after["kernels_launched"] == 3 + reduce_launches     # eager: normalize and convert apart
+    assert_fused_equals_eager(fused, eager)
+    r = cv2.resize(src, dsize)
+    ref = cv2.normalize(r, None, 0, 1, cv2.NORM_MINMAX, cv2.CV_32F)
+    assert_close(fused, np.clip(np.rint(ref.astype(np.float64) * 255), 0, 255).astype(np.uint8), 1)
+
+
+@pytest.mark.parametrize("sim_ok", [pytest.param(True, marks=pytest.mark.sim)])
+def test_device_scalar_gain_stays_on_device(rng, sim_ok):
+    """frame * (target / mean(frame)) with the mean a 1x1 GpuMat: no download until the end."""
+    src = rand_image(rng, 3, 5, 3, np.uint8)
+
+    def pipeline():
+        lazycv.reset_stats()
+        g = upload(src)
+        mean = cv2.cuda.multiply(cv2.cuda.calcSum(g), 1.0 / (3 * 5))
+        out = cv2.cuda.multiply(g, cv2.cuda.divide(128.0, mean))
+        d2h = lazycv.stats()["bytes_d2h"]
+        return out.download(), d2h
+
+    (fused, d2h), (eager, _) = run_both(pipeline)
+    assert d2h == 0
+    assert_fused_equals_eager(fused, eager)
+    mean = src.reshape(-1, 3).astype(np.float64).mean(0)
+    assert_close(fused, cv2.multiply(src, tuple(128.0 / mean)), 1)
+
+
+@pytest.mark.parametrize("depth", [cv2.CV_8U, cv2.CV_32F])
+def test_device_scalar_in_add_subtract_min(rng, depth):
+    src = rand_image(rng, 5, 7, 3, ALL[depth])
+    gray = rand_image(rng, 5, 7, 1, ALL[depth])
+    g, s1 = upload(src), cv2.cuda.calcSum(upload(gray))               # 1 channel: broadcast
+    v = cv2.sumElems(gray)[0]
+    s3 = cv2.cuda.calcSum(upload(src))                                 # 3 channels: per channel
+    v3 = cv2.sumElems(src)[:3]
+    tol = 1 if depth == cv2.CV_8U else 1e-3
+    assert_close(cv2.cuda.subtract(g, cv2.cuda.multiply(s1, 1e-3)).download(),
+                 cv2.subtract(src, (v * 1e-3,) * 3 + (0,)), tol, rel=1e-5)
+    assert_close(cv2.cuda.add(cv2.cuda.multiply(s3, 1e-3), g).download(),
+                 cv2.add(src, tuple(x * 1e-3 for x in v3) + (0,)), tol, rel=1e-5)
+    assert_close(cv2.cuda.min(g, cv2.cuda.multiply(s1, 1 / 35)).download(),
+                 cv2.min(src, np.full(src.shape, v / 35, np.float64).astype(src.dtype)) if depth == cv2.CV_32F
+                 else np.minimum(src, np.uint8(min(max(round(v / 35), 0), 255))), tol, rel=1e-5)
+
+
+def test_device_scalar_wrong_channels_raises(rng):
+    g = upload(rand_image(rng, 4, 4, 3, np.uint8))
+    two = upload(np.zeros((1, 1, 2), np.float64))
+    with pytest.raises(cv2.error, match="1x1 GpuMat"):
+        cv2.cuda.add(g, two)
+
+
+@pytest.mark.parametrize("depth", [cv2.CV_8U, cv2.CV_16U, cv2.CV_32F])
+def test_reduce_matches_cpu(rng, depth):
+    ops = [cv2.REDUCE_SUM, cv2.REDUCE_AVG, cv2.REDUCE_MAX, cv2.REDUCE_MIN, cv2.REDUCE_SUM2]
+    checked = 0
+    for h, w in SIZES:
+        for cn in (1, 3):
+            src = rand_image(rng, h, w, cn, ALL[depth])
+            for op in ops:
+                for dim in (0, 1):
+                    for dtype in (-1, cv2.CV_32S, cv2.CV_32F, cv2.CV_64F):
+                        try:
+                            ref = cv2.reduce(src, dim, op, dtype=dtype)
+                        except cv2.error:
+                            continue                      # a combination CPU OpenCV refuses
+                        got = cv2.cuda.reduce(upload(src), dim, op, dtype=dtype).download()
+                        fl = ref.dtype.kind == "f"
+                        assert_close(got, ref, 1e-3 if fl else (1 if op == cv2.REDUCE_AVG else 0),
+                                     rel=1e-5 if fl else None, what=f"op {op} dim {dim} dtype {dtype}")
+                        checked += 1
+    assert checked > 20
+
+
+@pytest.mark.sim
+def test_reduce_sim(rng):
+    src = rand_image(rng, 3, 4, 2, np.float32)
+    for dim in (0, 1):
+        got = cv2.cuda.reduce(upload(src), dim, cv2.REDUCE_SUM).download()
+        assert_close(got, cv2.reduce(src, dim, cv2.REDUCE_SUM), 1e-5, rel=1e-5)
+
+
+@pytest.mark.parametrize("depth", [cv2.CV_8U, cv2.CV_32F])
+def test_mean_std_dev(rng, depth):
+    for h, w in SIZES:
+        src = rand_image(rng, h, w, 1, ALL[depth])
+        for mask in (None, _mask(rng, h, w)):
+            m_ref, s_ref = cv2.meanStdDev(src, mask=mask)
+            if mask is None:
+                mean, std = cv2.cuda.meanStdDev(upload(src))
+                dst = cv2.cuda.meanStdDev(upload(src), cv2.cuda_GpuMat())
+            else:
+                mean, std = cv2.cuda.meanStdDev(upload(src), mask=upload(mask))
+                dst = cv2.cuda.meanStdDev(upload(src), upload(mask), dst=cv2.cuda_GpuMat())
+            assert mean[1:] == std[1:] == (0.0, 0.0, 0.0)
+            np.testing.assert_allclose([mean[0], std[0]], [m_ref[0, 0], s_ref[0, 0]], rtol=1e-7, atol=1e-9)
+            assert dst.type() == cv2.CV_64FC1 and dst.size() == (2, 1)
+            np.testing.assert_allclose(dst.download()[0], [m_ref[0, 0], s_ref[0, 0]], rtol=1e-7, atol=1e-9)
+
+
+def test_calc_hist_and_equalize(rng):
+    for h, w in SIZES:
+        src = rand_image(rng, h, w, 1, np.uint8)
+        mask = _mask(rng, h, w)
+        ref = cv2.calcHist([src], [0], None, [256], [0, 256]).reshape(1, 256).astype(np.int32)
+        got = cv2.cuda.calcHist(upload(src))
+        assert got.type() == cv2.CV_32SC1 and got.size() == (256, 1)
+        np.testing.assert_array_equal(got.download(), ref)
+        ref_m = cv2.calcHist([src], [0], mask, [256], [0, 256]).reshape(1, 256).astype(np.int32)
+        np.testing.assert_array_equal(cv2.cuda.calcHist(upload(src), upload(mask)).download(), ref_m)
+        np.testing.assert_array_equal(cv2.cuda.equalizeHist(upload(src)).download(), cv2.equalizeHist(src))
+    flat = np.full((4, 6), 77, np.uint8)                   # one value: every pixel keeps it
+    np.testing.assert_array_equal(cv2.cuda.equalizeHist(upload(flat)).download(), cv2.equalizeHist(flat))
+
+
+@pytest.mark.sim
+def test_hist_sim(rng):
+    src = rand_image(rng, 3, 5, 1, np.uint8)
+    ref = cv2.calcHist([src], [0], None, [256], [0, 256]).reshape(1, 256).astype(np.int32)
+    np.testing.assert_array_equal(cv2.cuda.calcHist(upload(src)).download(), ref)
+    np.testing.assert_array_equal(cv2.cuda.equalizeHist(upload(src)).download(), cv2.equalizeHist(src))
+
+
+def _hist_by_levels(src, levels):
+    """Counts of levels[k] <= v < levels[k + 1] (cv::calcHist's non-uniform bins; its Python
+    binding has no ``uniform`` argument)."""
+    lv = levels.ravel().astype(np.float64)
+    v = src.ravel().astype(np.float64)
+    k = np.searchsorted(lv, v, side="right") - 1
+    k = k[(k >= 0) & (v < lv[-1])]
+    return np.bincount(k, minlength=len(lv) - 1).astype(np.int32).reshape(1, -1)
+
+
+def _npp_even_levels(n, lower, upper):
+    """NPP's nppiEvenLevelsHost_32s: integer levels lower + (upper - lower) * k / (n - 1)."""
+    return np.array([lower + (upper - lower) * k // (n - 1) for k in range(n)], np.int32).reshape(1, -1)
+
+
+@pytest.mark.parametrize("depth", [cv2.CV_8U, cv2.CV_16U, cv2.CV_16S])
+def test_hist_even_and_range(rng, depth):
+    src = rand_image(rng, 9, 14, 1, ALL[depth])
+    lo, hi = (50, 200) if depth == cv2.CV_8U else (-1000, 30000)
+    # 30 bins over [50, 200) are uniform: OpenCV CUDA's own test compares with cv::calcHist
+    if depth == cv2.CV_8U:
+        ref = cv2.calcHist([src], [0], None, [30], [lo, hi]).reshape(1, -1).astype(np.int32)
+        np.testing.assert_array_equal(cv2.cuda.histEven(upload(src), 30, lo, hi).download(), ref)
+    levels = _npp_even_levels(8, lo, hi)
+    np.testing.assert_array_equal(cv2.cuda.evenLevels(8, lo, hi).download(), levels)
+    ref = _hist_by_levels(src, levels)
+    np.testing.assert_array_equal(cv2.cuda.histEven(upload(src), 7, lo, hi).download(), ref)
+    np.testing.assert_array_equal(cv2.cuda.histRange(upload(src), upload(levels)).download(), ref)
+
+
+def test_hist_range_float(rng):
+    src = rand_image(rng, 7, 11, 1, np.float32)
+    levels = np.array([[-0.5, 0.0, 0.25, 1.0, 1.9]], np.float32)
+    ref = _hist_by_levels(src, levels)
+    np.testing.assert_array_equal(cv2.cuda.histRange(upload(src), upload(levels)).download(), ref)
+
+
+def test_integral_and_sqr_integral(rng):
+    for h, w in SIZES:
+        src = rand_image(rng, h, w, 1, np.uint8)
+        s, sq = cv2.integral2(src, sdepth=cv2.CV_32S, sqdepth=cv2.CV_64F)
+        got = cv2.cuda.integral(upload(src))
+        assert got.type() == cv2.CV_32SC1 and got.size() == (w + 1, h + 1)
+        np.testing.assert_array_equal(got.download(), s)
+        np.testing.assert_array_equal(cv2.cuda.sqrIntegral(upload(src)).download(), sq)
+
+
+@pytest.mark.sim
+def test_integral_sim(rng):
+    src = rand_image(rng, 3, 4, 1, np.uint8)
+    np.testing.assert_array_equal(cv2.cuda.integral(upload(src)).download(), cv2.integral(src))
+
+
+def test_rect_std_dev(rng):
+    src = rand_image(rng, 12, 15, 1, np.uint8)
+    s, sq = cv2.integral2(src, sdepth=cv2.CV_32S, sqdepth=cv2.CV_64F)
+    rx, ry, rw, rh = 1, 2, 3, 4
+    got = cv2.cuda.rectStdDev(upload(s), upload(sq), (rx, ry, rw, rh)).download()
+    assert got.dtype == np.float32 and got.shape == s.shape
+    for y in range(0, 13 - ry - rh):
+        for x in range(0, 16 - rx - rw):
+            win = src[y + ry:y + ry + rh, x + rx:x + rx + rw].astype(np.float64)
+            assert abs(got[y, x] - win.std()) <= 1e-3, (y, x)
+
+
+def test_stat_reads_pending_input_and_roi(rng):
+    """A reduction of a pending result or a ROI view computes it first and reads the view."""
+    src = rand_image(rng, 10, 12, 1, np.uint8)
+    g = upload(src)
+    roi = cv2.cuda_GpuMat(g, (2, 3, 7, 5))
+    assert cv2.cuda.sum(roi) == cv2.sumElems(src[3:8, 2:9])
+    pending = cv2.cuda.add(g, 7)
+    assert cv2.cuda.minMaxLoc(pending) == cv2.minMaxLoc(cv2.add(src, 7))
+
+
+def test_errors(rng):
+    c3 = upload(rand_image(rng, 4, 5, 3, np.uint8))
+    c1 = upload(rand_image(rng, 4, 5, 1, np.uint8))
+    u16 = upload(rand_image(rng, 4, 5, 1, np.uint16))
+    for call in (lambda: cv2.cuda.minMax(c3), lambda: cv2.cuda.minMaxLoc(c3), lambda: cv2.cuda.countNonZero(c3),
+                 lambda: cv2.cuda.normalize(c3, 0, 1, cv2.NORM_MINMAX, -1)):
+        with pytest.raises(cv2.error, match="channels"):
+            call()
+    with pytest.raises(cv2.error, match="norm type"):
+        cv2.cuda.normalize(c1, 0, 1, 12345, -1)
+    with pytest.raises(cv2.error, match="norm type"):
+        cv2.cuda.norm(c1, cv2.NORM_HAMMING)
+    with pytest.raises(cv2.error, match="depth"):
+        cv2.cuda.meanStdDev(u16)
+    with pytest.raises(cv2.error, match="mask"):
+        cv2.cuda.sum(c1, u16)
+    with pytest.raises(cv2.error, match="dim"):
+        cv2.cuda.reduce(c1, 2, cv2.REDUCE_SUM)
+    with pytest.raises(cv2.error, match="reduceOp"):
+        cv2.cuda.reduce(c1, 0, 99)
+    with pytest.raises(cv2.error, match="levels"):
+        cv2.cuda.histRange(c1, upload(np.zeros((1, 4), np.float32)))
+    with pytest.raises(cv2.error, match="depth"):
+        cv2.cuda.calcHist(u16)
+    with pytest.raises(cv2.error, match="empty"):
+        cv2.cuda.sum(cv2.cuda_GpuMat())
+    with pytest.raises(cv2.error, match="sizes"):
+        cv2.cuda.norm(c1, upload(np.zeros((3, 3), np.uint8)), cv2.NORM_L1)
