@@ -393,12 +393,6 @@ def lshift(src, val, dst=None, stream=None):
     return _shift("lshift", "<<", (cv2.CV_8U, cv2.CV_16U, cv2.CV_32S), src, val, dst, stream)
 
 
-def reference_shift(src, shifts, left):
-    """NPP's shifts with numpy: per channel, in the image's own type."""
-    s = np.asarray(shifts[:1] if src.ndim == 2 else shifts[:src.shape[2]]).astype(src.dtype)
-    return (src << s) if left else (src >> s)
-
-
 __all__ = ["threshold", "compare", "compareWithScalar", "inRange", "bitwise_and", "bitwise_or", "bitwise_xor",
            "bitwise_not", "bitwise_and_with_scalar", "bitwise_or_with_scalar", "bitwise_xor_with_scalar",
            "lshift", "rshift"]

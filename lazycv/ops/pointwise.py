@@ -232,9 +232,5 @@ def swapChannels(image, dstOrder, stream=None):
     result(func, node("reorder", [m._value(func, "image")], (order,), (), m._rows, m._cols, m._depth, 4), m, stream)
 
 
-def reference_blend_linear(img1, img2, w1, w2):
-    return cv2.blendLinear(img1, img2, w1, w2)
-
-
 __all__ = ["createLookUpTable", "LookUpTable", "gammaCorrection", "alphaComp", "blendLinear", "swapChannels",
            "ALPHA_OPS", "gamma_table", "alpha_scale"]
