@@ -74,3 +74,68 @@ def test_fallback_counts_and_warns_once_per_function():
     assert issubclass(lazycv.FallbackWarning, UserWarning)
     assert lazycv.stats()["fallbacks"] == 2
     assert "FallbackWarning" in lazycv.__all__ and "supported" in lazycv.__all__
+
+
+# ---------------------------------------------------------------- the GpuMat surface OpenCV's tests use
+
+@pytest.mark.sim
+@pytest.mark.parametrize("shape,cn", [((1, 1), 3), ((5, 7), 1), ((5, 7), 3), ((3, 4), 4)])
+def test_copy_to_with_a_mask_of_the_images_channels(shape, cn):
+    from tests.conftest import assert_fused_equals_eager, run_both
+    rng = np.random.default_rng(cn)
+    src = rng.integers(0, 255, shape + (cn,), dtype=np.uint8)
+    old = rng.integers(0, 255, shape + (cn,), dtype=np.uint8)
+    mask = (rng.random(shape + (cn,)) > 0.5).astype(np.uint8)
+
+    def masked_copy():
+        dst = cv2.cuda_GpuMat(old)
+        cv2.cuda_GpuMat(src).copyTo(cv2.cuda_GpuMat(mask), dst)
+        return dst.download()
+    fused, eager = run_both(masked_copy)
+    assert_fused_equals_eager(fused, eager)
+    ref = old.copy()
+    cv2.copyTo(src, mask, ref)                        # CPU OpenCV: a mask of the image's channels
+    np.testing.assert_array_equal(fused.reshape(ref.shape), ref)
+
+
+def test_copy_to_mask_of_other_channels_is_an_error():
+    src = cv2.cuda_GpuMat(np.zeros((4, 4, 3), np.uint8))
+    with pytest.raises(cv2.error, match="CV_8UC1 or CV_8UC3"):
+        src.copyTo(cv2.cuda_GpuMat(np.zeros((4, 4, 2), np.uint8)), cv2.cuda_GpuMat())
+
+
+@pytest.mark.parametrize("cn", [5, 6, 16])
+def test_gpumats_of_more_than_4_channels(cn):
+    rng = np.random.default_rng(cn)
+    a = rng.integers(0, 255, (5, 7, cn), dtype=np.uint8)
+    g = cv2.cuda_GpuMat(a)
+    assert g.type() == cv2.CV_8UC(cn) and g.channels() == cn and g.size() == (7, 5)
+    np.testing.assert_array_equal(g.download(), a)
+    f = g.convertTo(cv2.CV_32FC(cn), alpha=0.5, beta=1.0)
+    assert f.type() == cv2.CV_32FC(cn)
+    np.testing.assert_array_equal(f.download(), a.astype(np.float32) * np.float32(0.5) + np.float32(1))
+    np.testing.assert_array_equal(np.from_dlpack(g), a)
+    back = cv2.cuda_GpuMat.from_dlpack(a)
+    assert back.type() == cv2.CV_8UC(cn)
+    np.testing.assert_array_equal(back.download(), a)
+    assert cv2.cuda_GpuMat(3, 2, cv2.CV_16SC(cn)).channels() == cn
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 3), (4, 3, 2), (3, 5, 4)])
+def test_gpumats_of_cv_16f(shape):
+    rng = np.random.default_rng(len(shape))
+    h = (rng.random(shape) * 100 - 50).astype(np.float16)
+    g = cv2.cuda_GpuMat(h)
+    cn = shape[2] if len(shape) == 3 else 1
+    assert g.type() == cv2.CV_MAKETYPE(cv2.CV_16F, cn) and g.depth() == cv2.CV_16F
+    np.testing.assert_array_equal(g.download(), h)
+    as32 = g.convertTo(cv2.CV_32F)
+    np.testing.assert_array_equal(as32.download(), h.astype(np.float32))
+    as8 = g.convertTo(cv2.CV_8U, 2.0, 60.0)
+    np.testing.assert_array_equal(as8.download(),
+                                  np.clip(np.rint(h.astype(np.float32) * 2 + 60), 0, 255).astype(np.uint8))
+    np.testing.assert_array_equal(as32.convertTo(cv2.CV_16F).download(), h)
+    np.testing.assert_array_equal(g.clone().download(), h)
+    np.testing.assert_array_equal(np.from_dlpack(g), h)
+    np.testing.assert_array_equal(cv2.cuda_GpuMat.from_dlpack(h).download(), h)
+    assert cv2.cuda_GpuMat(2, 3, cv2.CV_16FC3).type() == cv2.CV_16FC3

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 
 from .. import runtime
-from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, host_shape, make_type, split_type, type_name
+from .._types import CN_MAX, DEPTH_DTYPE, DTYPE_DEPTH, host_shape, make_type, split_type, type_name
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
 from .. import ir
 from ..ir import Allocation, Node, PendingWrite, Source, source_bufs
@@ -56,7 +56,7 @@ def _type_arg(func, t):
     dc = split_type(t) if isinstance(t, (int, np.integer)) else None
     if dc is None:
         raise cv_error(func, f"unsupported type {t!r}: expected a CV_<depth>C<n> code with "
-                             f"n <= {MAX_CHANNELS} and depth 8U/8S/16U/16S/32S/32F/64F", StsUnsupportedFormat)
+                             f"n <= {CN_MAX} and depth 8U/8S/16U/16S/32S/32F/64F/16F", StsUnsupportedFormat)
     return dc
 
 
@@ -68,15 +68,15 @@ def host_array_info(func, arr):
         arr = arr.reshape(-1, 1)
     if arr.ndim == 2:
         rows, cols, cn = arr.shape[0], arr.shape[1], 1
-    elif arr.ndim == 3 and 1 <= arr.shape[2] <= MAX_CHANNELS:
+    elif arr.ndim == 3 and 1 <= arr.shape[2] <= CN_MAX:
         rows, cols, cn = arr.shape
     else:
-        raise cv_error(func, f"expected an array of shape (rows, cols) or (rows, cols, cn<={MAX_CHANNELS}), "
+        raise cv_error(func, f"expected an array of shape (rows, cols) or (rows, cols, cn<={CN_MAX}), "
                              f"got shape {arr.shape}", StsBadSize)
     depth = DTYPE_DEPTH.get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype)
     if depth is None or not arr.dtype.isnative:
         raise cv_error(func, f"unsupported dtype {arr.dtype}: expected uint8, int8, uint16, int16, "
-                             "int32, float32 or float64", StsUnsupportedFormat)
+                             "int32, float32, float64 or float16", StsUnsupportedFormat)
     if rows == 0 or cols == 0:
         raise cv_error(func, f"empty array of shape {arr.shape}", StsBadSize)
     inner_ok = arr.strides[-1] == arr.itemsize and (arr.ndim == 2 or arr.strides[1] == arr.itemsize * cn)
@@ -605,7 +605,7 @@ class GpuMat:
             self._materialize()
             cn = int_arg(func, cn, "cn") or self._cn
             rows = int_arg(func, rows, "rows")
-            check(1 <= cn <= MAX_CHANNELS, func, f"channels must be 1..{MAX_CHANNELS}, got {cn}")
+            check(1 <= cn <= CN_MAX, func, f"channels must be 1..{CN_MAX}, got {cn}")
             check(rows >= 0, func, f"rows must be >= 0, got {rows}", StsBadSize)
             width = self._cols * self._cn                  # elements a row
             if (cn > width or width % cn) and rows == 0:

@@ -3,7 +3,7 @@ DLPack) and wrapping memory that torch/cupy/OpenCV own."""
 import numpy as np
 
 from .. import runtime
-from .._types import DEPTH_DTYPE, DTYPE_DEPTH, MAX_CHANNELS, host_shape
+from .._types import CN_MAX, DEPTH_DTYPE, DTYPE_DEPTH, host_shape
 from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
 from ..ir import Allocation, Source
 from ..runtime import STATE
@@ -198,10 +198,10 @@ def _bind_array(mat, arr, owner):
     shape = tuple(arr.shape)
     if len(shape) == 2:
         rows, cols, cn = shape[0], shape[1], 1
-    elif len(shape) == 3 and 1 <= shape[2] <= MAX_CHANNELS:
+    elif len(shape) == 3 and 1 <= shape[2] <= CN_MAX:
         rows, cols, cn = shape
     else:
-        raise cv_error("GpuMat", f"expected a (rows, cols[, cn<=4]) array, got shape {shape}", StsBadArg)
+        raise cv_error("GpuMat", f"expected a (rows, cols[, cn<=CV_CN_MAX]) array, got shape {shape}", StsBadArg)
     dt = np.dtype(arr.dtype)
     depth = DTYPE_DEPTH.get(dt)
     if depth is None:

@@ -85,6 +85,10 @@ def convert_to(self, *args, **kw):
     except Exception:
         raise cv_error(func, f"rtype must be an int type code, got {rtype!r}", StsBadArg)
     depth = depth_arg(func, rtype, src._depth)
+    if cv2.CV_16F in (depth, src._depth):          # (Numba's CPU target has no float16)
+        from .fallback import cpu_fallback
+        return cpu_fallback(func, lambda a: reference(a, depth, alpha, beta), [src], dst, stream,
+                            why="CV_16F is converted on the host")
     if depth == src._depth and alpha == 1 and beta == 0:
         nd = node("crop", [src._value(func)], (), (0, 0), src._rows, src._cols, src._depth, src._cn)
     else:

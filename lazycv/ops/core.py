@@ -27,14 +27,17 @@ class Fill(OpDef):
 
 
 class Select(OpDef):
-    """mask ? a : b — how masked writes keep the pixels the mask leaves out."""
+    """mask ? a : b — how masked writes keep the pixels the mask leaves out. A mask of the
+    image's channel count selects each channel by its own (OpenCV's copyTo takes either)."""
     name = "select"
 
     def emit(self, ctx, n, y, x):
         m = ctx.read(n.inputs[0], y, x)
-        cond = " or ".join(f"{v} != 0" for v in m)
         a = ctx.read(n.inputs[1], y, x)
         b = ctx.read(n.inputs[2], y, x)
+        if len(m) > 1 and len(m) == len(a):
+            return [f"{ai} if ({mi} != 0) else {bi}" for mi, ai, bi in zip(m, a, b)]
+        cond = " or ".join(f"{v} != 0" for v in m)
         return [f"{ai} if ({cond}) else {bi}" for ai, bi in zip(a, b)]
 
 
@@ -55,10 +58,12 @@ def fill_node(rows, cols, depth, cn, s):
     return node("fill", [], (), fill_values(depth, s), rows, cols, depth, cn)
 
 
-def mask_mat(func, mask, like):
+def mask_mat(func, mask, like, per_channel=False):
+    """A CV_8UC1 mask of ``like``'s size (``per_channel``: also CV_8UC(channels), copyTo's)."""
     mask = src_mat(func, mask, "mask")
-    if mask._depth != cv2.CV_8U or mask._cn != 1:
-        raise cv_error(func, f"mask must be CV_8UC1, got {mask}", StsUnsupportedFormat)
+    if mask._depth != cv2.CV_8U or mask._cn not in ((1, like._cn) if per_channel else (1,)):
+        want = f"CV_8UC1 or CV_8UC{like._cn}" if per_channel and like._cn > 1 else "CV_8UC1"
+        raise cv_error(func, f"mask must be {want}, got {mask}", StsUnsupportedFormat)
     check_same(func, like, mask, ("src", "mask"), type_too=False)
     return mask
 
@@ -154,9 +159,11 @@ def copy_to(self, *args, **kw):
     dst, mask, stream = _copy_to_positionals(func, [a for a in args if a is not None], dst, mask, stream)
     check_stream(func, stream)
     src = src_mat(func, self, "src")
+    if src._depth == cv2.CV_16F:
+        return _copy_on_host(func, src, dst, mask, stream)
     value = src._value(func)
     if mask is not None:
-        mask = mask_mat(func, mask, src)
+        mask = mask_mat(func, mask, src, per_channel=True)
         GpuMatT = gpumat_cls()
         if dst is None:
             dst = GpuMatT()
@@ -171,3 +178,21 @@ def copy_to(self, *args, **kw):
     if dst is self:
         return self
     return dst._assign_result(copy)
+
+
+def _copy_on_host(func, src, dst, mask, stream):
+    """copyTo of a CV_16F GpuMat: through the host (the kernels compute in 32/64-bit floats and
+    Numba's CPU target has no float16)."""
+    import numpy as np
+    from .fallback import cpu_fallback
+    if mask is None:
+        return cpu_fallback(func, lambda a: a, [src], dst, stream, why="CV_16F data")
+    mask = mask_mat(func, mask, src, per_channel=True)
+    GpuMatT = gpumat_cls()
+    if dst is None:
+        dst = GpuMatT()
+    if dst.empty() or dst.size() != src.size() or dst.type() != src.type():
+        dst.upload(np.zeros_like(src.download()))
+    old, m = dst.download(), mask.download()
+    keep = (m != 0) if m.ndim == old.ndim else (m != 0)[..., None]
+    return cpu_fallback(func, lambda a: np.where(keep, a, old), [src], dst, stream, why="CV_16F data")

@@ -2,6 +2,7 @@
 and upload the answer. Each call is counted in ``stats()['fallbacks']`` (``LAZYCV_DEBUG=1`` logs
 it), and the first fallback of each function in a process warns with :class:`FallbackWarning`, so
 a user learns which calls leave the device without reading the counters."""
+import os
 import sys
 import warnings
 
@@ -29,7 +30,18 @@ def count_fallback(func, why=""):
     if func not in _warned:
         _warned.add(func)
         warnings.warn(f"lazycv: cv2.cuda {func} runs on CPU OpenCV" + (f" ({why})" if why else "")
-                      + "; its data goes to the host and back", FallbackWarning, stacklevel=3)
+                      + "; its data goes to the host and back", FallbackWarning, stacklevel=_user_frame())
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_frame():
+    """The warnings stacklevel of the first caller outside lazycv (the user's cv2.cuda call)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def run_cpu(func, fn, *args):
