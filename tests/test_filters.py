@@ -282,6 +282,13 @@ def test_apply_into_dst_on_stream(rng):
     assert out is dst
 
 
+def test_roi_is_filtered_as_an_isolated_image(rng):
+    whole = image(rng, 12, 14, cv2.CV_8U, 1)
+    roi = cv2.cuda_GpuMat(upload(whole), (3, 2, 7, 6))
+    got = cv2.cuda.createGaussianFilter(cv2.CV_8UC1, -1, (5, 5), 1.1).apply(roi).download()
+    assert_close(got, cv2.GaussianBlur(whole[2:8, 3:10].copy(), (5, 5), 1.1), 1)
+
+
 def test_fused_chain_equals_eager_and_cpu(rng):
     src = image(rng, 13, 17, cv2.CV_8U, 1)
 

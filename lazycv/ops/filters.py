@@ -1,5 +1,6 @@
 """Linear filters (cudafilters): box, linear (filter2D), separable, Gaussian, Sobel/Scharr/deriv,
-Laplacian, row/column sums, and cudaimgproc's bilateralFilter.
+Laplacian, row/column sums; the tap-list op every filter family records (the non-linear ones
+are in morphology.py).
 
 OpenCV's CUDA module builds a filter object once (``cv2.cuda.createGaussianFilter(...)``) and
 applies it to images (``f.apply(src[, dst[, stream]])``); here ``apply`` records nodes of one
@@ -23,7 +24,7 @@ import cv2
 import numpy as np
 
 from .._types import DEPTH_NAME, DEPTH_RANGE, is_float, make_type, split_type, type_name
-from ..errors import StsAssert, StsBadArg, StsBadSize, StsUnmatchedFormats, StsUnsupportedFormat, cv_error
+from ..errors import StsAssert, StsBadArg, StsBadSize, StsUnsupportedFormat, cv_error
 from . import border
 from .base import OpDef, saturate
 from .common import cuda_api, float_arg, gpumat_cls, int_arg, node, result, scalar4, size_arg, src_mat
@@ -446,73 +447,6 @@ def createGaussianFilter(srcType, dstType, ksize, sigma1, sigma2=0, rowBorderMod
     kx = cv2.getGaussianKernel(kw, max(sigma1, 0.0), cv2.CV_32F)
     ky = cv2.getGaussianKernel(kh, max(sigma2, 0.0), cv2.CV_32F)
     return separable_filter(func, srcType, dstType, kx, ky, (-1, -1), rowBorderMode, columnBorderMode)
-
-
-# ---------------------------------------------------------------------------------------------
-# Bilateral filter (cudaimgproc)
-
-_BILATERAL_TYPES = tuple((d, c) for d in (cv2.CV_8U, cv2.CV_16U, cv2.CV_16S, cv2.CV_32F) for c in (1, 3, 4))
-
-
-class Bilateral(OpDef):
-    """OpenCV CUDA's bilateral kernel: the taps of a disc of radius r, each weighted by
-    exp(d2 * space + l1^2 * color) in float32, where l1 is the L1 distance of the tap's colour
-    to the centre's; a NaN tap is skipped. static = (r, border mode); dyn = (rows, cols, space,
-    color)."""
-    name = "bilateral"
-    pointwise = False
-
-    def tap_count(self, n):
-        return len(disc(n.static[0]))
-
-    def emit(self, ctx, n, y, x):
-        radius, mode = n.static
-        src = n.inputs[0]
-        fill = ["np.float32(0)"] * n.cn if mode == border.CONSTANT else None
-        space, color = ctx.dyn(n, 2, "f32"), ctx.dyn(n, 3, "f32")
-        centre = [ctx.let(f"np.float32({v})", "f") for v in ctx.read(src, y, x)]
-        sums, wsum = [None] * n.cn, None
-        for dy, dx in disc(radius):
-            vals = [ctx.let(f"np.float32({v})", "f") for v in read_tap(ctx, n, src, y, x, dy, dx, mode, fill)]
-            l1 = ctx.let(" + ".join(f"abs({v} - {c})" for v, c in zip(vals, centre)), "l")
-            w = ctx.let(f"np.float32(math.exp(np.float32({dy * dy + dx * dx}) * {space} + {l1} * {l1} * {color}))",
-                        "w")
-            if is_float(src.depth):             # a NaN tap (its L1 is NaN) adds nothing
-                w = ctx.let(f"({w} if {l1} == {l1} else np.float32(0))", "w")
-                vals = [ctx.let(f"({v} if {l1} == {l1} else np.float32(0))", "f") for v in vals]
-            wsum = w if wsum is None else ctx.let(f"{wsum} + {w}", "s")
-            sums = [ctx.let(f"{w} * {v}" if s is None else f"{s} + {w} * {v}", "s") for s, v in zip(sums, vals)]
-        return [saturate(ctx, f"{s} / {wsum}", n.depth) for s in sums]
-
-
-def disc(radius):
-    """Tap offsets within ``radius`` of the centre, in OpenCV CUDA's loop order."""
-    return [(dy, dx) for dy in range(-radius, radius + 1) for dx in range(-radius, radius + 1)
-            if dy * dy + dx * dx <= radius * radius]
-
-
-@cuda_api("bilateralFilter")
-def bilateralFilter(src, kernel_size, sigma_color, sigma_spatial, dst=None, borderMode=cv2.BORDER_DEFAULT,
-                    stream=None):
-    """bilateralFilter(src, kernel_size, sigma_color, sigma_spatial[, dst[, borderMode[, stream]]]):
-    8U 16U 16S 32F with 1, 3 or 4 channels; a non-positive sigma is 1, kernel_size <= 0 takes the
-    radius from sigma_spatial (1.5 sigma)."""
-    func = "bilateralFilter"
-    m = src_mat(func, src)
-    check_type(func, m._depth, m._cn, _BILATERAL_TYPES)
-    kernel_size = int_arg(func, kernel_size, "kernel_size")
-    sigma_color = float(np.float32(float_arg(func, sigma_color, "sigma_color", 0.0)))
-    sigma_spatial = float(np.float32(float_arg(func, sigma_spatial, "sigma_spatial", 0.0)))
-    sigma_color = 1.0 if sigma_color <= 0 else sigma_color
-    sigma_spatial = 1.0 if sigma_spatial <= 0 else sigma_spatial
-    radius = int(np.rint(sigma_spatial * 1.5)) if kernel_size <= 0 else kernel_size // 2
-    radius = max(radius, 1)
-    mode = border.check_mode(func, borderMode)
-    space = float(np.float32(-0.5) / (np.float32(sigma_spatial) * np.float32(sigma_spatial)))
-    color = float(np.float32(-0.5) / (np.float32(sigma_color) * np.float32(sigma_color)))
-    nd = node("bilateral", [m._value(func)], (radius, mode), (m._rows, m._cols, space, color),
-              m._rows, m._cols, m._depth, m._cn)
-    return result(func, nd, dst, stream)
 
 
 def gpumat_of(value):
