@@ -5,10 +5,12 @@ cv2.VideoCapture / cv2.VideoWriter. See algorithms.py for how a call runs and is
 import cv2
 import numpy as np
 
+from ..errors import StsBadArg, cv_error
 from .algorithms import (CpuAlgorithm, _out_and_stream, cpu, device, fallback_api, host, row_of, take_stream,
                          unsupported_call)
 from .common import gpumat_cls
 from .fallback import count_fallback
+from .mog import MogModel
 
 
 # ---------------------------------------------------------------------------------------------
@@ -45,11 +47,28 @@ class _BackgroundSubtractor(CpuAlgorithm):
 
 
 class BackgroundSubtractorMOG(_BackgroundSubtractor):
+    """The foreground from cv2.bgsegm's MOG; the background image from the same mixture model
+    kept beside it (ops/mog.py: CPU OpenCV's MOG keeps its model private)."""
     _name = "BackgroundSubtractorMOG"
 
+    def __init__(self, cpu_object, model):
+        super().__init__(cpu_object)
+        self._model = model
+
+    def apply(self, image, *args, **kw):
+        fg = super().apply(image, *args, **kw)
+        nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
+        self._model.apply(host("BackgroundSubtractorMOG::apply", image, "image"),
+                          float(kw.get("learningRate", nums[0] if nums else -1.0)))
+        return fg
+
     def getBackgroundImage(self, *args, **kw):
-        raise unsupported_call("BackgroundSubtractorMOG::getBackgroundImage",
-                               "CPU OpenCV's MOG (cv2.bgsegm) keeps no background image to return")
+        func = "BackgroundSubtractorMOG::getBackgroundImage"
+        dst, _ = _out_and_stream(func, args, kw, "backgroundImage")
+        if self._model.shape is None:
+            raise cv_error(func, "no frame has been applied yet", StsBadArg)
+        count_fallback(func, "the mixture model kept beside CPU OpenCV's")
+        return device(self._model.background(), dst)
 
 
 class BackgroundSubtractorMOG2(_BackgroundSubtractor):
@@ -59,7 +78,8 @@ class BackgroundSubtractorMOG2(_BackgroundSubtractor):
 @fallback_api("createBackgroundSubtractorMOG")
 def createBackgroundSubtractorMOG(history=200, nmixtures=5, backgroundRatio=0.7, noiseSigma=0):
     return BackgroundSubtractorMOG(cv2.bgsegm.createBackgroundSubtractorMOG(
-        int(history), int(nmixtures), float(backgroundRatio), float(noiseSigma)))
+        int(history), int(nmixtures), float(backgroundRatio), float(noiseSigma)),
+        MogModel(history, nmixtures, backgroundRatio, noiseSigma))
 
 
 @fallback_api("createBackgroundSubtractorMOG2")
