@@ -39,7 +39,8 @@ INVERSE_LAB_32F = (5e-3, 0)         # Lab -> BGR (SPEC §3); Lab's forward toler
 
 def _cases():
     """(code name, space, forward, depth): every BGR code at each depth CPU OpenCV takes; the RGB
-    and linear forms at 8U (they differ only in channel order or the gamma)."""
+    forms of three spaces and the linear forms at 8U (they differ only in channel order or the
+    gamma; fewer cases keep the file's Numba compiles within the test budget)."""
     out = []
     for space, depths in (("YCrCb", (U8, U16, F32)), ("YUV", (U8, U16, F32)), ("XYZ", (U8, U16, F32)),
                           ("HSV", (U8, F32)), ("HSV_FULL", (U8, F32)), ("HLS", (U8, F32)),
@@ -49,8 +50,9 @@ def _cases():
         for d in depths:
             out.append((f"BGR2{base}{suffix}", space, True, d))
             out.append((f"{base}2BGR{suffix}", space, False, d))
-        out.append((f"RGB2{base}{suffix}", space, True, U8))
-        out.append((f"{base}2RGB{suffix}", space, False, U8))
+        if space in ("YCrCb", "HSV", "Luv"):
+            out.append((f"RGB2{base}{suffix}", space, True, U8))
+            out.append((f"{base}2RGB{suffix}", space, False, U8))
     for space in ("Lab", "Luv"):
         for d in (U8, F32):
             out += [(f"LBGR2{space}", space, True, d), (f"{space}2LBGR", space, False, d)]
@@ -115,8 +117,7 @@ def test_what_cpu_refuses_raises(rng, name, depth, cn):
 
 def _yuv420_cases():
     out = [(f"YUV2BGR_{fmt}", 0) for fmt in ("NV12", "NV21", "I420", "IYUV", "YV12")]
-    out += [(f"YUV2{o}_{fmt}", 0) for o in ("RGB", "BGRA", "RGBA") for fmt in ("NV12", "YV12")]
-    return out + [("YUV2GRAY_420", 0), ("YUV2BGR_NV21", 4), ("YUV2RGBA_I420", 3)]
+    return out + [("YUV2RGB_NV12", 0), ("YUV2RGBA_YV12", 0), ("YUV2GRAY_420", 0), ("YUV2BGR_NV21", 4)]
 
 
 @pytest.mark.parametrize("name,dcn", _yuv420_cases())
@@ -162,8 +163,8 @@ def test_yuv420_of_a_wrong_shape_raises(rng):
 
 
 def _bayer_cases():
-    out = [(f"Bayer{p}2BGR", d) for p in ("BG", "GB", "RG", "GR") for d in (U8, U16)]
-    return out + [("BayerGR2RGB", U8), ("BayerBG2BGRA", U16), ("BayerRG2RGBA", U8)]
+    out = [(f"Bayer{p}2BGR", U8) for p in ("BG", "GB", "RG", "GR")]
+    return out + [("BayerGB2BGR", U16), ("BayerGR2RGB", U8), ("BayerBG2BGRA", U16)]
 
 
 @pytest.mark.parametrize("name,depth", _bayer_cases())
@@ -200,15 +201,14 @@ def test_demosaicing_other_bayer_codes_fall_back_and_mht_raises(rng):
 
 @pytest.mark.sim
 def test_resize_hsv_range_chain_fused_equals_eager(rng):
-    """resize -> HSV -> a hue/value window by arithmetic (min/max, subtract): one kernel, and
-    the same bytes as running each call alone."""
+    """resize -> HSV -> clamped to a hue/saturation/value window (max, min): the same bytes
+    fused as running each call alone."""
     src = rand_image(rng, 5, 6, 3, np.uint8)
 
     def chain():
         small = cv2.cuda.resize(upload(src), (3, 2))
         hsv = cv2.cuda.cvtColor(small, cv2.COLOR_BGR2HSV)
-        low = cv2.cuda.subtract(hsv, (20, 50, 50))                 # saturates at 0 below the window
-        inside = cv2.cuda.min(low, (1, 1, 1))
+        inside = cv2.cuda.min(cv2.cuda.max(hsv, (20, 50, 50, 0)), (90, 255, 200, 0))   # clamp to a window
         return hsv.download(), inside.download()
 
     fused, eager = run_both(chain)
