@@ -128,7 +128,7 @@ class CpuAlgorithm:
         raise unsupported_call(f"{self._name}::read", "the CUDA objects have no serialisation")
 
 
-def _out_and_stream(func, args, kw, out_name):
+def out_and_stream(func, args, kw, out_name):
     """(dst, stream) from ``[dst[, stream]]`` positionals and keywords."""
     args, stream = take_stream(func, args, kw)
     dst = kw.pop(out_name, args[0] if args else None)
@@ -145,7 +145,7 @@ class CLAHE(CpuAlgorithm):
 
     def apply(self, src, *args, **kw):
         func = "CLAHE::apply"
-        dst, _ = _out_and_stream(func, args, kw, "dst")
+        dst, _ = out_and_stream(func, args, kw, "dst")
         img = host(func, src)
         clahe = cv2.createCLAHE(float(self._p["ClipLimit"]), tuple(self._p["TilesGridSize"]))
         return device(cpu(func, clahe.apply, img), dst)
@@ -198,7 +198,7 @@ class HoughLinesDetector(CpuAlgorithm):
 
     def detect(self, src, *args, **kw):
         func = "HoughLinesDetector::detect"
-        dst, _ = _out_and_stream(func, args, kw, "lines")
+        dst, _ = out_and_stream(func, args, kw, "lines")
         p = self._p
         found = cpu(func, lambda a: cv2.HoughLinesWithAccumulator(a, float(p["Rho"]), float(p["Theta"]),
                                                                   int(p["Threshold"])), host(func, src))
@@ -234,7 +234,7 @@ class HoughSegmentDetector(CpuAlgorithm):
 
     def detect(self, src, *args, **kw):
         func = "HoughSegmentDetector::detect"
-        dst, _ = _out_and_stream(func, args, kw, "lines")
+        dst, _ = out_and_stream(func, args, kw, "lines")
         p = self._p
         found = cpu(func, lambda a: cv2.HoughLinesP(a, float(p["Rho"]), float(p["Theta"]), max(int(p["Threshold"]), 1),
                                                     minLineLength=float(p["MinLineLength"]),
@@ -257,7 +257,7 @@ class HoughCirclesDetector(CpuAlgorithm):
 
     def detect(self, src, *args, **kw):
         func = "HoughCirclesDetector::detect"
-        dst, _ = _out_and_stream(func, args, kw, "circles")
+        dst, _ = out_and_stream(func, args, kw, "circles")
         p = self._p
         found = cpu(func, lambda a: cv2.HoughCircles(a, cv2.HOUGH_GRADIENT, float(p["Dp"]), float(p["MinDist"]),
                                                      param1=float(p["CannyThreshold"]),
@@ -285,7 +285,7 @@ class CornernessCriteria(CpuAlgorithm):
 
     def compute(self, src, *args, **kw):
         func = f"{self._kind}::compute"
-        dst, _ = _out_and_stream(func, args, kw, "dst")
+        dst, _ = out_and_stream(func, args, kw, "dst")
         block, ksize, k, border = self._args
         if self._kind == "HarrisCorner":
             fn = lambda a: cv2.cornerHarris(a, block, ksize, k, borderType=border)
@@ -342,7 +342,7 @@ class TemplateMatching(CpuAlgorithm):
 
     def match(self, image, templ, *args, **kw):
         func = "TemplateMatching::match"
-        dst, _ = _out_and_stream(func, args, kw, "result")
+        dst, _ = out_and_stream(func, args, kw, "result")
         out = cpu(func, lambda a, t: cv2.matchTemplate(a, t, self._method), host(func, image, "image"),
                   host(func, templ, "templ"))
         return device(out, dst)

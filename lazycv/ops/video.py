@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 
 from ..errors import StsBadArg, cv_error
-from .algorithms import (CpuAlgorithm, _out_and_stream, cpu, device, fallback_api, host, row_of, take_stream,
+from .algorithms import (CpuAlgorithm, out_and_stream, cpu, device, fallback_api, host, row_of, take_stream,
                          unsupported_call)
 from .common import gpumat_cls
 from .fallback import count_fallback
@@ -42,7 +42,7 @@ class _BackgroundSubtractor(CpuAlgorithm):
 
     def getBackgroundImage(self, *args, **kw):
         func = f"{self._name}::getBackgroundImage"
-        dst, _ = _out_and_stream(func, args, kw, "backgroundImage")
+        dst, _ = out_and_stream(func, args, kw, "backgroundImage")
         return device(cpu(func, self._cpu.getBackgroundImage), dst)
 
 
@@ -64,7 +64,7 @@ class BackgroundSubtractorMOG(_BackgroundSubtractor):
 
     def getBackgroundImage(self, *args, **kw):
         func = "BackgroundSubtractorMOG::getBackgroundImage"
-        dst, _ = _out_and_stream(func, args, kw, "backgroundImage")
+        dst, _ = out_and_stream(func, args, kw, "backgroundImage")
         if self._model.shape is None:
             raise cv_error(func, "no frame has been applied yet", StsBadArg)
         count_fallback(func, "the mixture model kept beside CPU OpenCV's")
@@ -228,7 +228,7 @@ class StereoBM(_BackgroundSubtractor):
 
     def compute(self, left, right, *args, **kw):
         func = "StereoBM::compute"
-        dst, _ = _out_and_stream(func, args, kw, "disparity")
+        dst, _ = out_and_stream(func, args, kw, "disparity")
         disp = cpu(func, self._cpu.compute, host(func, left, "left"), host(func, right, "right"))
         return device(np.clip(disp // 16, 0, 255).astype(np.uint8), dst)
 
