@@ -114,8 +114,8 @@ class StatMap(OpDef):
     """An element-wise map whose parameters come from a statistic in device memory (the
     reduce phase's 1x1 result, read at (0, 0) — one tap at a constant coordinate).
 
-    static = (kind, ...): ("minmax",) normalize's range; ("norm", l2) normalize's norm;
-    dyn = (dmin, dmax) or (alpha,)."""
+    static = ("minmax",) normalize's range, dyn (dmin, dmax); or ("norm",) normalize's norm,
+    dyn (alpha, 1 for L2: the statistic is a sum of squares, so one kernel serves L1, L2, INF)."""
     name = "stat_map"
     pointwise = False
 
@@ -134,9 +134,8 @@ class StatMap(OpDef):
             else:
                 shift = ctx.let(f"{dmin} - {smin} * {scale}", "k")
         else:
-            alpha = ctx.dyn(n, 0, "f64")
-            norm = f"math.sqrt(np.float64({st[0]}))" if n.static[1] else f"np.float64({st[0]})"
-            nv = ctx.let(norm, "r")
+            alpha, l2 = ctx.dyn(n, 0, "f64"), ctx.dyn(n, 1, "i")
+            nv = ctx.let(f"math.sqrt(np.float64({st[0]})) if {l2} != 0 else np.float64({st[0]})", "r")
             scale = ctx.let(f"({alpha} / {nv}) if {nv} > {DBL_EPSILON!r} else 0.0", "k")
             shift = "0.0"
         v = ctx.read(src, y, x)[0]
@@ -177,7 +176,7 @@ def normalize(src, alpha, beta, norm_type, dtype, dst=None, mask=None, stream=No
         static, dyn = ("minmax",), (min(alpha, beta), max(alpha, beta))
     elif norm_type in _NORMS:
         stat = norm_stat(func, m, norm_type, mask)._value(func)
-        static, dyn = ("norm", norm_type == cv2.NORM_L2), (alpha,)
+        static, dyn = ("norm",), (alpha, int(norm_type == cv2.NORM_L2))
     else:
         raise cv_error(func, f"unknown norm type {norm_type}: expected NORM_MINMAX, NORM_INF, NORM_L1 or "
                              "NORM_L2", StsBadFlag)
