@@ -262,3 +262,22 @@ def test_video_reader_writer_round_trip():
         with pytest.raises(cv2.error, match="lazycv"):      # no H.264 encoder in this CPU OpenCV's FFmpeg
             cv2.cudacodec.createVideoWriter(os.path.join(d, "x.h264"), (64, 48), cv2.cudacodec.H264, 30,
                                             cv2.cudacodec.ColorFormat_BGR, params)
+
+
+def test_host_functions_equal_cpu():
+    img = (_scene() > 100).astype(np.uint8) * 255
+    labels = cv2.cuda.connectedComponents(_gpu(img))
+    np.testing.assert_array_equal(labels.download(), cv2.connectedComponents(img, connectivity=8, ltype=cv2.CV_32S)[1])
+    disp = np.random.default_rng(2).integers(0, 64, (6, 5)).astype(np.int16)
+    q = np.eye(4, dtype=np.float32)
+    xyz = cv2.cuda.reprojectImageTo3D(_gpu(disp), q)
+    assert xyz.type() == cv2.CV_32FC4
+    np.testing.assert_array_equal(xyz.download()[..., :3], cv2.reprojectImageTo3D(disp, q))
+    xyz3 = cv2.cuda_GpuMat(5, 6, cv2.CV_32FC3)
+    assert cv2.cuda.reprojectImageTo3D(_gpu(disp), q, xyz3, 3) is xyz3 and xyz3.type() == cv2.CV_32FC3
+    a = np.random.default_rng(3).random((4, 6, 2)).astype(np.float32)
+    b = np.random.default_rng(4).random((4, 6, 2)).astype(np.float32)
+    got = cv2.cuda.mulSpectrums(_gpu(a), _gpu(b), 0, True).download()
+    np.testing.assert_array_equal(got, cv2.mulSpectrums(a, b, 0, conjB=True))
+    scaled = cv2.cuda.mulAndScaleSpectrums(_gpu(a), _gpu(b), 0, 0.5).download()
+    np.testing.assert_array_equal(scaled, cv2.mulSpectrums(a, b, 0) * np.float32(0.5))

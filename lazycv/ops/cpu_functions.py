@@ -1,6 +1,6 @@
-"""cv2.cuda functions (not objects) computed on the host: mean shift, histograms, bilateral
-filter, connected components, reprojectImageTo3D. Installed only where no fused op of the same
-name is registered (see algorithms.py for the why and the counting).
+"""cv2.cuda functions (not objects) computed on the host: mean shift, connected components,
+reprojectImageTo3D, spectrum products. Installed only where no fused op of the same name is
+registered (see algorithms.py for the why and the counting).
 
 Mean shift has no CPU OpenCV function returning what the CUDA one does (the mapped positions,
 CUDA's per-pixel window), so it is CUDA's procedure written with numpy: for each pixel, up to
@@ -11,7 +11,7 @@ does), truncate, and stop when the point does not move or moves by at most ``eps
 import cv2
 import numpy as np
 
-from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
+from ..errors import StsUnsupportedFormat, cv_error
 from .algorithms import FALLBACK_API, cpu, device, fallback_api, host, take_stream
 from .common import gpumat_cls
 from .fallback import count_fallback
@@ -172,23 +172,6 @@ def _plain(name, fn, n_in=1, why="CPU OpenCV's implementation"):
     return call
 
 
-def _calc_hist(src, mask=None):
-    return cv2.calcHist([src], [0], mask, [256], [0, 256]).reshape(1, 256).astype(np.int32)
-
-
-def _hist_even(src, histSize, lowerLevel, upperLevel):
-    if src.ndim == 3:
-        raise cv_error("histEven", "a 4-channel histogram fills a list of 4 GpuMats, not provided by lazycv",
-                       StsBadArg)
-    h = np.histogram(src, bins=int(histSize), range=(lowerLevel, upperLevel))[0]
-    return h.reshape(1, -1).astype(np.int32)
-
-
-def _hist_range(src, levels):
-    edges = np.asarray(levels).ravel()
-    return np.histogram(src, bins=edges)[0].reshape(1, -1).astype(np.int32)
-
-
 def _reproject(disp, Q, dst_cn=4):
     xyz = cv2.reprojectImageTo3D(disp, np.asarray(Q, np.float32))
     if int(dst_cn) == 4:
@@ -196,29 +179,9 @@ def _reproject(disp, Q, dst_cn=4):
     return xyz
 
 
-_plain("calcHist", _calc_hist)
-_plain("equalizeHist", cv2.equalizeHist)
-_plain("histEven", _hist_even)
-_plain("histRange", _hist_range, n_in=2)
-_plain("bilateralFilter", lambda src, k, sc, ss, borderMode=cv2.BORDER_DEFAULT:
-       cv2.bilateralFilter(src, int(k), float(sc), float(ss), borderType=int(borderMode)))
 _plain("connectedComponents", lambda img, connectivity=8, ltype=cv2.CV_32S:
        cv2.connectedComponents(img, connectivity=int(connectivity), ltype=int(ltype))[1])
 _plain("reprojectImageTo3D", _reproject, n_in=2)
 _plain("mulSpectrums", lambda a, b, flags, conjB=False: cv2.mulSpectrums(a, b, int(flags), conjB=bool(conjB)), n_in=2)
 _plain("mulAndScaleSpectrums", lambda a, b, flags, scale, conjB=False:
        cv2.mulSpectrums(a, b, int(flags), conjB=bool(conjB)) * np.float32(scale), n_in=2)
-
-
-def evenLevels(nLevels, lowerLevel, upperLevel, levels=None, stream=None):
-    """evenLevels(nLevels, lowerLevel, upperLevel[, levels[, stream]]) -> a 1 x nLevels CV_32SC1
-    host array (OpenCV's binding gives a Mat for an output nobody passed)."""
-    take_stream("evenLevels", [], {"stream": stream})
-    if int(nLevels) < 2:
-        raise cv_error("evenLevels", f"nLevels must be at least 2, got {nLevels}", StsBadArg)
-    out = (np.arange(int(nLevels)) * (int(upperLevel) - int(lowerLevel)) // (int(nLevels) - 1)
-           + int(lowerLevel)).astype(np.int32).reshape(1, -1)
-    return device(out, levels) if levels is not None else out
-
-
-FALLBACK_API["evenLevels"] = evenLevels
