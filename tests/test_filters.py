@@ -280,6 +280,7 @@ def test_apply_into_dst_on_stream(rng):
     assert_close(dst.download(), cv2.blur(src, (3, 3)), 0)
     out = f.apply(upload(src), dst=dst, stream=stream)
     assert out is dst
+    assert isinstance(f, cv2.cuda_Filter) and isinstance(f, cv2.cuda.Filter)
 
 
 def test_roi_is_filtered_as_an_isolated_image(rng):

@@ -27,7 +27,7 @@ from .._types import DEPTH_NAME, DEPTH_RANGE, is_float, make_type, split_type, t
 from ..errors import StsAssert, StsBadArg, StsBadSize, StsUnsupportedFormat, cv_error
 from . import border
 from .base import OpDef, saturate
-from .common import cuda_api, float_arg, gpumat_cls, int_arg, node, result, scalar4, size_arg, src_mat
+from .common import API, cuda_api, float_arg, gpumat_cls, int_arg, node, result, scalar4, size_arg, src_mat
 
 _WEIGHTS = 8            # dyn: rows, cols, param0, param1, border value x4, then the weights
 
@@ -162,6 +162,9 @@ class Filter:
 
     def __repr__(self):
         return f"<cv2.cuda_Filter {self._func} {type_name(self._src_type)}>"
+
+
+API["Filter"] = Filter      # cv2.cuda.Filter and cv2.cuda_Filter: isinstance sees lazycv's filters
 
 
 def type_arg(func, t, name="srcType"):
