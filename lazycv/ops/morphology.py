@@ -3,8 +3,8 @@ box max/min and median (cudafilters), and cudaimgproc's bilateralFilter.
 
 Erosion and dilation are min and max over the structuring element's non-zero taps
 (:class:`filters.Neighbourhood`); a full rectangle is a row pass and a column pass (k + k taps,
-exact for min and max). ``iterations`` repeats the node, which for a rectangle equals OpenCV's
-single larger rectangle. Borders follow CPU cv::erode/dilate (a tap off the image is left out:
+exact for min and max). ``iterations`` repeats the node; for a rectangle it is one larger
+rectangle instead, as CPU OpenCV rewrites it (the same result). Borders follow CPU cv::erode/dilate (a tap off the image is left out:
 OpenCV's morphologyDefaultBorderValue); OpenCV's CUDA build pads by reflection instead, which
 differs only where the element is not symmetric about its anchor — its own tests skip the border.
 Box max/min take a border mode and value as OpenCV's NPP path does (copyMakeBorder, then the rank).
@@ -51,6 +51,12 @@ def morph_value(value, op, mask, ax, ay, iterations):
     CPU OpenCV uses (the depth's extreme: it changes nothing unless every tap is off the image)."""
     reduce = "min" if op == cv2.MORPH_ERODE else "max"
     fill = (_NEUTRAL[(op, value.depth)],) * 4
+    if iterations > 1 and mask.all():
+        # n passes of a rectangle are one pass of the rectangle n - 1 steps wider, anchored n
+        # times further in (CPU OpenCV's rewrite; equal with the border left out): 2 kernels, not 2n
+        kh, kw = mask.shape
+        mask = np.ones((kh + (iterations - 1) * (kh - 1), kw + (iterations - 1) * (kw - 1)), bool)
+        ax, ay, iterations = ax * iterations, ay * iterations, 1
     for _ in range(iterations):
         value = rank_nodes(value, mask, ax, ay, reduce, border.CONSTANT, fill)
     return value
