@@ -78,7 +78,7 @@ class CudaBackend(Backend):
             self.spellings = {"int_load": "int({})", "floor_i32": "int(math.floor({}))",
                               "rint_i32": "round({})", "rint_f32_i32": "round({})", "index": "{}",
                               "fma_f32": Backend.spellings["fma_f32"],
-                              "wrap_i32": "((({}) + 2147483648) % 4294967296 - 2147483648)"}
+                              "wrap_i32": "((int({}) + 2147483648) % 4294967296 - 2147483648)"}
         else:
             # math.floor is floorf/floor on the GPU; round() goes through float64 and int64,
             # libdevice's float2int_rn is one cvt.rni.s32.f32
