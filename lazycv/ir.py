@@ -106,12 +106,21 @@ class Node:
         rec = RECORDING
         recording = rec.open
         gen, refs = rec.gen, []
+        me = None
         for v in inputs:
             if not v.is_source:
                 if v.result is not None:
                     v = v.result                      # computed earlier: read from memory
                 elif v.height >= h:
                     h = v.height + 1
+            if v.is_source:                           # READERS, inline: a read of memory
+                if me is None:
+                    me = weakref.ref(self)
+                lst = READERS.get(id(v.buf))
+                if lst is None:
+                    READERS[id(v.buf)] = [me]
+                elif lst[-1] is not me:
+                    lst.append(me)
             if recording:
                 refs.append(v.rpos if v.rgen == gen else rec.first_seen(v))
         self.height = h
@@ -120,7 +129,7 @@ class Node:
             objs = rec.objs
             p = self.rpos = len(objs)
             self.rgen = gen
-            objs.append(weakref.ref(self))
+            objs.append(me or weakref.ref(self))
             rec.tokens.append((op, static, depth, cn, rows, cols, h, tuple(refs)))
             if p >= rec.LIMIT:
                 rec.close()
@@ -202,6 +211,61 @@ class Recording:
 
 
 RECORDING = Recording()     # replaced by a fresh one at each flush (runtime.flush)
+
+# The reader index: id(buffer) -> weak references to nodes that may read that buffer when they
+# are computed — a node recorded with a region of it as an input, or a node computed into it
+# that others took as an input (runtime.after_flush registers those). A write asks
+# has_readers(buf) instead of walking every pending result's graph, so recording thousands of
+# frames before a flush stays linear; the walk (runtime.readers_of) runs only where a reader
+# may exist, ahead of the flush that then computes it.
+READERS = {}
+_SWEEP_AT = [4096]
+
+
+def _reads(n, buf):
+    """True while node ``n`` may still read ``buf``: pending, or computed into ``buf`` and kept
+    as an input by another node (which then reads ``buf`` when it is computed)."""
+    if n is None:
+        return False
+    r = n.result
+    return r is None or r.buf is buf
+
+
+def has_readers(buf):
+    """True when a pending computation may read ``buf`` (never False when one does)."""
+    lst = READERS.get(id(buf))
+    if not lst:
+        return False
+    live = [r for r in lst if _reads(r(), buf)]
+    if live:
+        if len(live) != len(lst):
+            READERS[id(buf)] = live
+        return True
+    del READERS[id(buf)]
+    return False
+
+
+def add_reader(buf, node):
+    """Register ``node`` as a possible reader of ``buf`` (a computed node others consume)."""
+    lst = READERS.get(id(buf))
+    if lst is None:
+        READERS[id(buf)] = [weakref.ref(node)]
+    else:
+        lst.append(weakref.ref(node))
+    if len(READERS) > _SWEEP_AT[0]:
+        sweep_readers()
+
+
+def sweep_readers():
+    """Drop the entries of buffers nobody may read any more (amortised: the next sweep waits
+    until the index has doubled)."""
+    for key, lst in list(READERS.items()):
+        live = [r for r in lst if (n := r()) is not None and (n.result is None or id(n.result.buf) == key)]
+        if live:
+            READERS[key] = live
+        else:
+            del READERS[key]
+    _SWEEP_AT[0] = max(4096, 2 * len(READERS))
 
 
 def new_recording():

@@ -115,7 +115,7 @@ def export(alloc):
     work that reads it runs now, before foreign code can write it."""
     alloc.constant = None
     if not alloc.exported:
-        readers = readers_of(alloc.buf)
+        readers = readers_of(alloc.buf) if ir.has_readers(alloc.buf) else None
         if readers:
             flush(readers)
         alloc.exported = True
@@ -252,7 +252,7 @@ def before_write(alloc, whole=False, exclude=None):
     done: a pending ``setTo`` flushed here marks its region constant as it completes, and
     that mark must not outlive this write (a later read would take the old fill's value)."""
     before_read(alloc, exclude)
-    readers = readers_of(alloc.buf, exclude)
+    readers = readers_of(alloc.buf, exclude) if ir.has_readers(alloc.buf) else None
     if readers:
         if whole and not alloc.exported:
             alloc.buf = STATE.backend.alloc(alloc.buf.shape[0], alloc.buf.shape[1], alloc.buf.dtype)
@@ -373,6 +373,12 @@ def check_fits(func, rows, cols, depth, cn):
     if nbytes > device_memory():
         raise cv_error(func, f"a {cols}x{rows} output of {cn} channel(s) needs {nbytes / 2 ** 30:.1f} GiB, more "
                              "than the device has", StsNoMem)
+    # memory in use by others is not ours to count on: what is free now plus lazycv's idle pool
+    pool = getattr(STATE.backend, "buffers", None)
+    available = memory_info()[0] + (pool.idle_bytes if pool is not None else 0)
+    if nbytes > available:
+        raise cv_error(func, f"a {cols}x{rows} output of {cn} channel(s) needs {nbytes / 2 ** 30:.1f} GiB, more "
+                             f"than the {available / 2 ** 30:.1f} GiB the device has available", StsNoMem)
 
 
 def device_memory():
@@ -391,13 +397,30 @@ def memory_info():
     return page * os.sysconf("SC_AVPHYS_PAGES"), page * os.sysconf("SC_PHYS_PAGES")
 
 
+def _refcount_alone():
+    """What sys.getrefcount reports for an object held only by a list being iterated (the
+    interpreter decides whether the loop variable holds a reference of its own)."""
+    for n in [object()]:
+        return sys.getrefcount(n)
+
+
+_ALONE = _refcount_alone()
+
+
 def _let_go_of_history():
     """A node computed into memory is read from there from now on (Node.result): it lets go of
     its inputs, or a loop that keeps updating one result (``add(acc, frame, dst=acc)``) would
     keep every earlier frame and intermediate alive through the chain of its nodes."""
+    getrefcount = sys.getrefcount
     for n in STATE.computed:
         n.inputs = ()
+        # a computed node another node took as an input: that one reads its memory (ir.READERS);
+        # held only by this list, the loop and the call, it has no consumer
+        if getrefcount(n) > _ALONE:
+            ir.add_reader(n.result.buf, n)
     STATE.computed.clear()
+    if len(ir.READERS) > ir._SWEEP_AT[0]:
+        ir.sweep_readers()
 
 
 def _forget(sinks):
@@ -465,9 +488,44 @@ def execute(sinks, plan):
         for kinds in phase:
             if len(kinds) == 1 and len(kinds[0]) == 1 and STATE.capture is None:
                 _launch_single(*kinds[0][0], by_node)    # (a batch program needs the batched form)
-            else:
+                continue
+            chunks = _select_chunks(kinds)
+            if chunks is None:
                 _launch_batch(kinds, by_node)
+            else:
+                for chunk in chunks:
+                    _launch_batch([chunk], by_node, MAX_SELECT)
     return kernels, phases
+
+
+# A batched kernel takes the buffers its items read apart as parameters chosen per item
+# (codegen.BatchSpec). Past MAX_SELECT of them (frames uploaded one by one, recorded before one
+# flush) a launch would need a kernel with that many parameters — a compile that grows with
+# the batch, and past ~455 buffers more than CUDA's parameter space — so such kinds launch in
+# chunks of at most MAX_SELECT buffers, every chunk the same compiled kernel.
+MAX_SELECT = 64
+
+
+def _select_chunks(kinds):
+    """The kinds' items in chunks of at most MAX_SELECT distinct buffers per source (each
+    chunk one kind), or None when every kind fits one launch."""
+    if all(len(members) <= MAX_SELECT for members in kinds):
+        return None
+    chunks = []
+    for members in kinds:
+        layout0 = members[0][1]
+        chunk, seen = [], [set() for _ in layout0.inputs]
+        for item in members:
+            lay = item[1]
+            ids = [id(lay.source(vi).buf) for vi in layout0.inputs]
+            if any(i not in s and len(s) >= MAX_SELECT for i, s in zip(ids, seen)):
+                chunks.append(chunk)
+                chunk, seen = [], [set() for _ in layout0.inputs]
+            chunk.append(item)
+            for i, s in zip(ids, seen):
+                s.add(i)
+        chunks.append(chunk)
+    return chunks if len(chunks) > len(kinds) else None
 
 
 def launch_plan(kernels, by_node=None, fuse=None):
@@ -577,8 +635,10 @@ def _pow2(n):
     return p
 
 
-def _bind_kind(members):
-    """(shared, nsel, distinct) for one kind: which sources all items share, which differ."""
+def _bind_kind(members, min_select=1):
+    """(shared, nsel, distinct) for one kind: which sources all items share, which differ
+    (``min_select``: the fewest parameters a differing source gets, so that every chunk of a
+    large batch is the same kernel)."""
     layout0 = members[0][1]
     shared, nsel, distinct = set(), {}, {}
     for vi in layout0.inputs:
@@ -591,17 +651,17 @@ def _bind_kind(members):
         if len(bufs) == 1:
             shared.add(vi)
         else:
-            nsel[vi] = _pow2(len(bufs))
+            nsel[vi] = max(_pow2(len(bufs)), min_select)
             distinct[vi] = (bufs, index)
     return shared, nsel, distinct
 
 
-def _launch_batch(kinds, by_node):
+def _launch_batch(kinds, by_node, min_select=1):
     """One launch for many items: ``kinds`` is a list of kinds, each a list of (kernel, layout)
     with one signature. Per-item scalars go in tables, shared sources are passed once, outputs
     are slabs."""
     be = STATE.backend
-    binds = [_bind_kind(members) for members in kinds]
+    binds = [_bind_kind(members, min_select) for members in kinds]
     compiled = STATE.kernel_cache().get_batched(
         [(members[0][1], sh, ns) for members, (sh, ns, _) in zip(kinds, binds)], STATE.stats)
     n_items = sum(len(members) for members in kinds)

@@ -230,3 +230,25 @@ def test_second_phase_reads_first_phase_items_of_different_sizes(rng):
         crop = np.ascontiguousarray(frame[y:y + h, x:x + w])
         assert_close(out.download(), cv2.resize(cv2.resize(crop, size), (4, 3)), 1,
                      what=f"crop {(x, y, w, h)} -> {size}")
+
+
+def test_frames_uploaded_one_by_one_past_the_select_limit(rng):
+    """More separately uploaded frames than a batched kernel takes buffers (runtime.MAX_SELECT)
+    launch in chunks of one compiled kernel — the first flush of 400 such frames compiled a
+    kernel with 512 buffer parameters (a minute; past ~455 more than CUDA's parameter space)
+    — and every frame's result is its own."""
+    from lazycv import runtime
+    n = runtime.MAX_SELECT * 2 + 5
+    frames = [rand_image(rng, 6, 9, 3, np.uint8) for _ in range(n)]
+    outs = []
+    for f in frames:
+        g = upload(f)
+        r = cv2.cuda.resize(g, (4, 3))
+        outs.append(cv2.cuda.subtract(r.convertTo(cv2.CV_32FC3, alpha=1 / 255), SUB))
+    lazycv.reset_stats()
+    lazycv.materialize(*outs)
+    st = lazycv.stats()
+    assert st["kernels_launched"] == 3 and st["compiles"] <= 1
+    for f, o in zip(frames, outs):
+        want = cv2.resize(f, (4, 3)).astype(np.float32) * np.float32(1 / 255) - np.array(SUB, np.float32)
+        assert_close(o.download(), want, 1e-6)
