@@ -252,12 +252,14 @@ def before_write(alloc, whole=False, exclude=None):
     done: a pending ``setTo`` flushed here marks its region constant as it completes, and
     that mark must not outlive this write (a later read would take the old fill's value)."""
     before_read(alloc, exclude)
-    readers = readers_of(alloc.buf, exclude) if ir.has_readers(alloc.buf) else None
-    if readers:
+    if ir.has_readers(alloc.buf):
         if whole and not alloc.exported:
+            # (no walk: which results read the old buffer does not matter, they keep it)
             alloc.buf = STATE.backend.alloc(alloc.buf.shape[0], alloc.buf.shape[1], alloc.buf.dtype)
         else:
-            flush(readers)
+            readers = readers_of(alloc.buf, exclude)
+            if readers:
+                flush(readers)
     alloc.constant = None
     return True
 
