@@ -7,7 +7,7 @@ scale`` for LINEAR. NEAREST is ``floor(dst * scale)`` in both.
 """
 import cv2
 
-from .._types import DEPTH_NAME
+from .._types import DEPTH_NAME, is_float
 from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, cv_error
 from .. import runtime
 from ..runtime import STATE
@@ -21,6 +21,7 @@ _NO_8S_32S = (cv2.INTER_LINEAR, cv2.INTER_CUBIC, cv2.INTER_AREA, cv2.INTER_LANCZ
 FALLBACK = tuple(getattr(cv2, n) for n in ("INTER_AREA", "INTER_CUBIC", "INTER_LANCZOS4",
                                             "INTER_LINEAR_EXACT", "INTER_NEAREST_EXACT") if hasattr(cv2, n))
 COEF_BITS = 11                       # OpenCV's INTER_RESIZE_COEF_BITS for 8U linear
+INT_MAX = 2 ** 31 - 1
 
 
 class Resize(OpDef):
@@ -53,7 +54,14 @@ class Resize(OpDef):
         for c in range(n.cn):
             top = f"({ft}({p00[c]}) * {wx0} + {ft}({p01[c]}) * {fx})"
             bot = f"({ft}({p10[c]}) * {wx0} + {ft}({p11[c]}) * {fx})"
-            out.append(saturate(ctx, f"{top} * {wy0} + {bot} * {fy}", n.depth))
+            if is_float(n.depth):
+                # a neighbour of weight 0 stays out of the sum (inf * 0 would make it NaN): a
+                # resize to the same size is a copy, as OpenCV's
+                top = ctx.let(f"{ft}({p00[c]}) if {fx} == 0 else {top}", "h")
+                bot = ctx.let(f"{ft}({p10[c]}) if {fx} == 0 else {bot}", "h")
+                out.append(f"{top} if {fy} == 0 else {top} * {wy0} + {bot} * {fy}")
+            else:
+                out.append(saturate(ctx, f"{top} * {wy0} + {bot} * {fy}", n.depth))
         return out
 
     @staticmethod
@@ -105,6 +113,39 @@ class Resize(OpDef):
         return out
 
 
+class ResizeHalf(OpDef):
+    """8U halving both ways, as CPU OpenCV's INTER_AREA fast path computes it (which its
+    INTER_LINEAR takes too when the scale is exactly 2): a full 2x2 block is ``(sum + 2) >> 2``;
+    at the bottom and right of an odd size the pixels that exist are averaged in float32 and
+    rounded. dyn = (src_rows, src_cols)."""
+    name = "resize_half"
+    pointwise = False
+    taps = 4
+
+    def emit(self, ctx, n, y, x):
+        rows, cols = ctx.dyn(n, 0, "i"), ctx.dyn(n, 1, "i")
+        has_y = ctx.let(f"2 * {y} + 1 < {rows}", "h")
+        has_x = ctx.let(f"2 * {x} + 1 < {cols}", "h")
+        y0, x0 = ctx.let(f"2 * {y}", "y"), ctx.let(f"2 * {x}", "x")
+        y1 = ctx.let(f"min(2 * {y} + 1, {rows} - 1)", "y")
+        x1 = ctx.let(f"min(2 * {x} + 1, {cols} - 1)", "x")
+        p00, p01 = ctx.read(n.inputs[0], y0, x0), ctx.read(n.inputs[0], y0, x1)
+        p10, p11 = ctx.read(n.inputs[0], y1, x0), ctx.read(n.inputs[0], y1, x1)
+        count = ctx.let(f"np.float32(1 + int({has_x}) + int({has_y}) + int({has_x} and {has_y}))", "h")
+        out = []
+        for c in range(n.cn):
+            s = ctx.let(f"{p00[c]} + ({p01[c]} if {has_x} else 0) + ({p10[c]} if {has_y} else 0) + "
+                        f"({p11[c]} if ({has_x} and {has_y}) else 0)", "h")
+            part = ctx.spell("rint_f32_i32", f"np.float32({s}) / {count}")
+            out.append(f"(({s} + 2) >> 2) if ({has_x} and {has_y}) else {part}")
+        return out
+
+
+def _is_halving(scale_x, scale_y):
+    """cv::resize's test for its area fast path at scale 2 (|scale - 2| < DBL_EPSILON)."""
+    return abs(scale_x - 2) < 2.220446049250313e-16 and abs(scale_y - 2) < 2.220446049250313e-16
+
+
 def output_size(func, src_w, src_h, dsize, fx, fy):
     """(dst_w, dst_h, scale_x, scale_y) by cv::resize's rules."""
     if dsize is not None:
@@ -113,6 +154,9 @@ def output_size(func, src_w, src_h, dsize, fx, fy):
         dw = dh = 0
     if dw < 0 or dh < 0:
         raise cv_error(func, f"dsize must not be negative, got {(dw, dh)}", StsBadSize)
+    if dw > INT_MAX or dh > INT_MAX:
+        # OpenCV's binding parses a Size as two C ints
+        raise cv_error(func, f"can't parse 'dsize': {(dw, dh)} does not fit int", StsBadArg)
     if dw == 0 and dh == 0:
         fx, fy = float(fx or 0), float(fy or 0)
         if not (fx > 0 and fy > 0):
@@ -120,6 +164,8 @@ def output_size(func, src_w, src_h, dsize, fx, fy):
                                  f"(!dsize.empty() || (inv_scale_x > 0 && inv_scale_y > 0)); got fx={fx}, fy={fy}",
                            StsOutOfRange)
         dw, dh = int(round(src_w * fx)), int(round(src_h * fy))
+        if dw > INT_MAX or dh > INT_MAX:
+            raise cv_error(func, f"fx={fx}, fy={fy} give a {dw}x{dh} output, past int", StsBadSize)
         if dw <= 0 or dh <= 0:
             raise cv_error(func, f"fx={fx}, fy={fy} give an empty {dw}x{dh} output", StsBadSize)
         return dw, dh, 1.0 / fx, 1.0 / fy
@@ -158,6 +204,11 @@ def resize(src, dsize, dst=None, fx=0, fy=0, interpolation=cv2.INTER_LINEAR, str
         raise cv_error(func, f"unsupported depth of src for interpolation {interpolation}: expected "
                              f"8U/16U/16S/32F/64F (8S and 32S only with INTER_NEAREST or "
                              f"INTER_LINEAR_EXACT), got {DEPTH_NAME[m._depth]}", StsUnsupportedFormat)
+    if m._depth == cv2.CV_8U and _is_halving(scale_x, scale_y) and (
+            interpolation == cv2.INTER_AREA or
+            (interpolation == cv2.INTER_LINEAR and STATE.resize_mapping != "opencv-cuda")):
+        nd = node("resize_half", [m._value(func)], (), (m._rows, m._cols), dh, dw, m._depth, m._cn)
+        return result(func, nd, dst, stream)
     if interpolation in FUSED:
         mapping = "cuda" if (STATE.resize_mapping == "opencv-cuda" and interpolation == cv2.INTER_LINEAR) \
             else "cpu"
