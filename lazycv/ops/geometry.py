@@ -1,5 +1,6 @@
-"""resize: NEAREST and LINEAR fused (every depth); AREA, CUBIC, LANCZOS4 and the *_EXACT modes
-fall back to CPU OpenCV until they are fused.
+"""resize: NEAREST and LINEAR fused (every depth), and 8U by exactly 2 both ways (LINEAR or AREA:
+CPU OpenCV's area fast path, ``ResizeHalf``); AREA otherwise, CUBIC, LANCZOS4 and the *_EXACT
+modes fall back to CPU OpenCV until they are fused.
 
 Mapping: by default CPU cv2.resize's (pixel centres, ``src = (dst + 0.5) * scale - 0.5``);
 ``lazycv.enable(resize_mapping="opencv-cuda")`` gives OpenCV's CUDA module's ``src = dst *
