@@ -17,3 +17,55 @@ def test_integer_wrap_of_a_numpy_int32_operand(rng):
     got = cv2.cuda.subtract(h, (20, 50, 50)).download()
     want = cv2.subtract(cv2.cvtColor(cv2.resize(a, (3, 2)), cv2.COLOR_BGR2HSV), (20, 50, 50, 0))
     assert_close(got, want, 0)
+
+
+def test_a_plain_opencv_without_contrib_modules(tmp_path):
+    """With opencv-python (no contrib; OpenCV 5 also moved HOG and the cascade detector there)
+    lazycv imported a contrib-only constant at import and failed to load at all. It must import,
+    and the algorithms that need contrib raise cv2.error saying so at the call."""
+    import subprocess
+    import sys
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import cv2\n"
+        "for name in ('bgsegm', 'optflow', 'HOGDescriptor', 'HOGDescriptor_getDefaultPeopleDetector',\n"
+        "             'HOGDescriptor_DESCR_FORMAT_COL_BY_COL', 'CascadeClassifier'):\n"
+        "    if hasattr(cv2, name):\n"
+        "        delattr(cv2, name)\n"
+        "import numpy as np, lazycv\n"
+        "lazycv.enable(backend='cpu')\n"
+        "g = cv2.cuda_GpuMat(); g.upload(np.zeros((8, 8), np.uint8))\n"
+        "assert cv2.cuda.threshold(g, 1, 255, cv2.THRESH_BINARY)[1].download().shape == (8, 8)\n"
+        "for make in (cv2.cuda.HOG.create, cv2.cuda.createBackgroundSubtractorMOG,\n"
+        "             lambda: cv2.cuda.CascadeClassifier.create('x.xml')):\n"
+        "    try:\n"
+        "        make()\n"
+        "    except cv2.error as e:\n"
+        "        assert 'opencv-contrib' in str(e), e\n"
+        "    else:\n"
+        "        raise AssertionError('no cv2.error')\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- multiply/divide working type
+
+import gc  # noqa: E402
+import inspect  # noqa: E402
+import itertools  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import lazycv  # noqa: E402
+from lazycv import codegen, diskcache  # noqa: E402
+from lazycv.memory import BufferPool, pool_cap  # noqa: E402
+from lazycv.plancache import PlanCache  # noqa: E402
+from lazycv.ops import arith  # noqa: E402
+from lazycv.ops.common import API  # noqa: E402
+
+from .conftest import BACKEND, SIM, assert_fused_equals_eager, run_both  # noqa: E402
+
+ALL_DEPTHS = {cv2.CV_8U: np.uint8, cv2.CV_8S: np.int8, cv2.CV_16U: np.uint16, cv2.CV_16S: np.int16,
+              cv2.CV_32S: np.int32, cv2.CV_32F: np.float32, cv2.CV_64F: np.float64}

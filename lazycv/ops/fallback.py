@@ -9,7 +9,7 @@ import warnings
 import cv2
 
 from .. import runtime
-from ..errors import StsBadArg, cv_error
+from ..errors import StsBadArg, StsNotImplemented, cv_error
 from ..runtime import STATE
 from .common import check_dst, check_stream, gpumat_cls
 
@@ -64,3 +64,17 @@ def cpu_fallback(func, fn, mats, dst=None, stream=None, why=""):
         dst = GpuMat()
     dst.upload(out)
     return dst
+
+
+def cpu_opencv(func, path):
+    """``cv2.<path>`` (e.g. "bgsegm.createBackgroundSubtractorMOG"), or a cv2.error naming what
+    this OpenCV build lacks: several algorithms live in opencv-contrib (cv2.bgsegm, cv2.optflow;
+    in OpenCV 5 also the HOG and cascade detectors), which a plain opencv-python has not."""
+    obj = cv2
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise cv_error(func, f"lazycv runs {func} through CPU OpenCV, and this OpenCV build "
+                                 f"({cv2.__version__}) has no cv2.{path}: install "
+                                 "opencv-contrib-python(-headless) of the same version", StsNotImplemented)
+    return obj

@@ -13,6 +13,7 @@ import numpy as np
 
 from .algorithms import CpuAlgorithm, cpu, device, fallback_api, host, take_stream, unsupported_call
 from .common import gpumat_cls
+from .fallback import cpu_opencv
 
 _ORB_ROWS = 6
 
@@ -245,9 +246,10 @@ class HOG(CpuAlgorithm):
     _name = "HOG"
     _params = {"WinSigma": -1.0, "L2HysThreshold": 0.2, "GammaCorrection": True, "NumLevels": 64,
                "HitThreshold": 0.0, "WinStride": (8, 8), "ScaleFactor": 1.05, "GroupThreshold": 2,
-               "DescriptorFormat": cv2.HOGDescriptor_DESCR_FORMAT_COL_BY_COL}
+               "DescriptorFormat": getattr(cv2, "HOGDescriptor_DESCR_FORMAT_COL_BY_COL", 1)}
 
     def __init__(self, win, block, stride, cell, nbins):
+        cpu_opencv("HOG", "HOGDescriptor")                # (at create: a plain OpenCV 5 has none)
         super().__init__(WinStride=tuple(stride))
         self._geometry = (tuple(win), tuple(block), tuple(stride), tuple(cell), int(nbins))
         self._svm = np.zeros((0,), np.float32)
@@ -258,8 +260,9 @@ class HOG(CpuAlgorithm):
 
     def _hog(self):
         p = self._p
-        d = cv2.HOGDescriptor(*self._geometry, 1, float(p["WinSigma"]), 0, float(p["L2HysThreshold"]),
-                              bool(p["GammaCorrection"]), int(p["NumLevels"]))
+        make = cpu_opencv("HOG", "HOGDescriptor")
+        d = make(*self._geometry, 1, float(p["WinSigma"]), 0, float(p["L2HysThreshold"]),
+                 bool(p["GammaCorrection"]), int(p["NumLevels"]))
         if self._svm.size:
             d.setSVMDetector(self._svm)
         return d
@@ -279,7 +282,7 @@ class HOG(CpuAlgorithm):
         self._svm = np.asarray(detector, np.float32).ravel()
 
     def getDefaultPeopleDetector(self):
-        return cv2.HOGDescriptor_getDefaultPeopleDetector().reshape(1, -1)
+        return cpu_opencv("HOG", "HOGDescriptor_getDefaultPeopleDetector")().reshape(1, -1)
 
     def detect(self, img):
         func = "HOG::detect"
@@ -318,7 +321,7 @@ class CascadeClassifier(CpuAlgorithm):
 
     def __init__(self, filename):
         super().__init__()
-        self._cascade = cv2.CascadeClassifier()
+        self._cascade = cpu_opencv("CascadeClassifier", "CascadeClassifier")()
         if not self._cascade.load(filename):
             raise unsupported_call("CascadeClassifier::create", f"CPU OpenCV cannot load the cascade {filename!r}")
 

@@ -9,7 +9,7 @@ from ..errors import StsBadArg, cv_error
 from .algorithms import (CpuAlgorithm, out_and_stream, cpu, device, fallback_api, host, row_of, take_stream,
                          unsupported_call)
 from .common import gpumat_cls
-from .fallback import count_fallback
+from .fallback import count_fallback, cpu_opencv
 from .mog import MogModel
 
 
@@ -77,7 +77,7 @@ class BackgroundSubtractorMOG2(_BackgroundSubtractor):
 
 @fallback_api("createBackgroundSubtractorMOG")
 def createBackgroundSubtractorMOG(history=200, nmixtures=5, backgroundRatio=0.7, noiseSigma=0):
-    return BackgroundSubtractorMOG(cv2.bgsegm.createBackgroundSubtractorMOG(
+    return BackgroundSubtractorMOG(cpu_opencv("createBackgroundSubtractorMOG", "bgsegm.createBackgroundSubtractorMOG")(
         int(history), int(nmixtures), float(backgroundRatio), float(noiseSigma)),
         MogModel(history, nmixtures, backgroundRatio, noiseSigma))
 
@@ -146,7 +146,7 @@ class OpticalFlowDual_TVL1(_DenseFlow):
 
     def _flow(self, a, b, initial):
         p, inner = self._p, 30
-        tvl1 = cv2.optflow.DualTVL1OpticalFlow_create()
+        tvl1 = cpu_opencv("OpticalFlowDual_TVL1", "optflow.DualTVL1OpticalFlow_create")()
         for setter, value in (("Tau", p["Tau"]), ("Lambda", p["Lambda"]), ("Theta", p["Theta"]),
                               ("ScalesNumber", int(p["NumScales"])), ("WarpingsNumber", int(p["NumWarps"])),
                               ("Epsilon", p["Epsilon"]), ("InnerIterations", inner),
