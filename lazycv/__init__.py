@@ -17,6 +17,8 @@ from .compose import (Pipeline, compose, convert, crop, cvt_color, normalize, re
                       to_planar, write)
 from .userops import gather_op, op  # noqa: F401
 from .ops.fallback import FallbackWarning  # noqa: F401
+from .errors import PerformanceWarning  # noqa: F401
+from . import log as _log  # noqa: F401  (the "lazycv" logger's NullHandler; docs/observability.md)
 from .facade.patch import supported  # noqa: F401
 
 __version__ = "0.1.0"
@@ -24,7 +26,7 @@ RESIZE_MAPPINGS = ("opencv-cpu", "opencv-cuda")
 __all__ = ["enable", "disable", "enabled", "is_enabled", "settings", "backend", "materialize", "stats",
            "reset_stats", "explain", "GpuMat", "Stream", "Event",
            "compose", "Pipeline", "read", "crop", "resize", "cvt_color", "convert", "normalize",
-           "to_planar", "write", "op", "gather_op", "FallbackWarning", "supported"]
+           "to_planar", "write", "op", "gather_op", "FallbackWarning", "PerformanceWarning", "supported"]
 
 
 def _configure(backend, fuse, resize_mapping):
@@ -109,7 +111,8 @@ def materialize(*mats):
 
 def stats():
     """Counters since the last reset_stats(): kernels_launched, ops_recorded, ops_fused,
-    compiles, cache_hits, fallbacks, bytes_h2d, bytes_d2h, flushes, plan_hits, program_hits."""
+    compiles, disk_cache_hits, cache_hits, fallbacks, bytes_h2d, bytes_d2h, flushes, plan_hits,
+    program_hits — what each counts: docs/observability.md."""
     with _STATE.lock:
         _runtime.count_recorded()
         return dict(_STATE.stats)

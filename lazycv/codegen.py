@@ -8,6 +8,7 @@ new mean value reuses the compiled kernel.
 The generated source is written to a file in the cache folder and imported, which lets
 Numba's on-disk cache (``cache=True``) serve the next process.
 """
+import glob
 import hashlib
 import importlib.util
 import os
@@ -20,6 +21,7 @@ import numpy as np
 from ._types import DEPTH_DTYPE, is_float
 from .backends.base import Backend
 from .ir import resolved
+from .log import note_compile
 
 _FLOAT_T = {np.dtype(np.float32): "np.float32", np.dtype(np.float64): "np.float64"}
 
@@ -434,13 +436,14 @@ class KernelCache:
             if hit is not None:
                 return hit
             em, source = generate(layout, self.backend.kernel_frame, self.backend.spellings)
-            fn, name = _load(source, self.backend.name,
-                             {n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
+            fn, name, from_disk = _load(source, self.backend.name,
+                                        {n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
             self.backend.debug_source(name, source)
             hit = Compiled(fn, tuple(em.recipe), source, len(layout.outputs),
                            dict(em.source_reads), name)
             self._kernels[layout.signature] = hit
-            stats["compiles"] += 1
+            stats["disk_cache_hits" if from_disk else "compiles"] += 1
+            note_compile(layout.signature, from_disk)
             return hit
 
     def compiled(self, layout):
@@ -464,11 +467,12 @@ class KernelCache:
             injected = {}
             for em in ems:
                 injected.update({n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
-            fn, name = _load(source, self.backend.name, injected)
+            fn, name, from_disk = _load(source, self.backend.name, injected)
             self.backend.debug_source(name, source)
             hit = BatchedCompiled(fn, specs, name)
             self._kernels[key] = hit
-            stats["compiles"] += 1
+            stats["disk_cache_hits" if from_disk else "compiles"] += 1
+            note_compile(key, from_disk)
             return hit
 
 
@@ -482,10 +486,12 @@ def cache_dir():
 def _load(source, target, injected=None):
     """Write ``source`` to a file named by its hash (never rewritten, so Numba's cache index,
     which is keyed on the file's timestamp, stays valid) and import it. ``injected`` globals
-    (device functions the body calls) are set before the first call compiles the kernel."""
+    (device functions the body calls) are set before the first call compiles the kernel.
+    Returns (kernel, module name, whether a compiled kernel for it is on disk already)."""
     digest = hashlib.sha1((target + "\n" + source).encode()).hexdigest()[:24]
     name = f"lazycv_{target.replace('-', '_')}_{digest}"
     path = os.path.join(cache_dir(), name + ".py")
+    from_disk = os.path.exists(path) and _compiled_on_disk(path)
     if not os.path.exists(path):
         tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(tmp, "w") as f:
@@ -499,4 +505,13 @@ def _load(source, target, injected=None):
         sys.modules[name] = mod
     for k, v in (injected or {}).items():
         setattr(mod, k, v)
-    return mod.kernel, name
+    return mod.kernel, name, from_disk
+
+
+def _compiled_on_disk(path):
+    """True when the module at ``path`` has a compiled kernel on disk: Numba's cache index
+    (``__pycache__/<module>.kernel-<line>.py<ver>.nbi``) or lazycv's CUDA cubin record
+    (backends/cubins.py); the first launch then loads it instead of compiling."""
+    folder, file = os.path.split(os.path.splitext(path)[0])
+    return bool(glob.glob(os.path.join(folder, "__pycache__", glob.escape(file) + ".*.nbi"))
+                or glob.glob(os.path.join(folder, glob.escape(file) + ".sm*.json")))

@@ -24,6 +24,13 @@ _CODE_NAME = {StsBadArg: "Bad argument", StsBadSize: "Incorrect size of input ar
               StsError: "Unspecified error", StsNoMem: "Insufficient memory"}
 
 
+class PerformanceWarning(UserWarning):
+    """Correct results, slower than they could be: a kernel structure compiled again and again
+    (a parameter that is part of the kernel's identity changes every call), or a cv2.cuda call
+    running on CPU OpenCV inside a loop. Silence it with
+    ``warnings.filterwarnings("ignore", category=lazycv.PerformanceWarning)``."""
+
+
 def cv_error(func, message, code=StsBadArg):
     """Build a cv2.error carrying the op name, like OpenCV's CV_Error.
 

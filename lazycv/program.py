@@ -20,7 +20,7 @@ import numpy as np
 
 from ._types import DEPTH_DTYPE
 from .ir import Allocation, Source
-from .runtime import DYN_CONVERT, STATE
+from .runtime import DYN_CONVERT, STATE, fused_ops
 
 
 class BatchProgram:
@@ -204,7 +204,7 @@ class FlushProgram(_FlushProgramBase):
         slab_ids = {id(s): k for k, s in enumerate(record.slabs)}
         args = iter(record.args)
         b0 = 0
-        ops = 0
+        ops, seen = 0, set()
         for j, (kind, (members, item_bufs)) in enumerate(zip(launch, record.kinds)):
             spec, b1 = record.compiled.specs[j], b0 + len(kind)
             vals = [entry[1] for entry in kind]
@@ -241,7 +241,7 @@ class FlushProgram(_FlushProgramBase):
                     prog.results.append((npos, s, local))
                     slot_of[id(item_bufs[oi][local])] = len(prog.results) - 1
                 if len(k.nodes) > 1:
-                    ops += len(k.nodes)
+                    ops += fused_ops(k, seen)
             b0 = b1
         if next(args, None) is not None:
             return None
@@ -351,7 +351,7 @@ class SingleFlushProgram(_FlushProgramBase):
         prog.slab = (len(prog.outputs),) + prog.outputs[0] if len(prog.outputs) > 1 and len(shapes) == 1 else None
         prog.results = [vals[vi] for vi, _ in layout.outputs]
         prog.binds = _binds(sinks, at, slot_of)
-        prog.ops_fused = len(kernel.nodes) if len(kernel.nodes) > 1 else 0
+        prog.ops_fused = fused_ops(kernel, set()) if len(kernel.nodes) > 1 else 0
         return prog if prog.binds is not None else None
 
     def run(self, values, mats):

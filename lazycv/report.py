@@ -1,11 +1,14 @@
 """explain(): the kernels a flush would launch for some pending results, as text, DOT or SVG.
 
-All three show the same facts: the kernels in launch order, the ops each one computes, the
-bytes it reads and writes, where each input comes from (memory, numbered ``m0, m1, ...``, or an
+All three show the same facts: the kernels in launch order, the ops each one computes in the
+order they run, named as the cv2.cuda call that recorded them with its parameters
+(``multiply(scalar 0.5)``, ``cvtColor(BGR2RGB)``: :func:`describe`), the bytes it reads and writes, where each input comes from (memory, numbered ``m0, m1, ...``, or an
 earlier kernel's output) and which memory inputs each output depends on. The SVG is laid out
 here in pure Python (no Graphviz needed): one box per kernel, op nodes in columns by depth,
 solid edges for values fused in registers, dashed edges for values read from memory.
 """
+import cv2
+
 from ._types import DEPTH_DTYPE, DEPTH_NAME
 from .ir import resolved
 
@@ -16,6 +19,135 @@ def _type(v):
 
 def _nbytes(v):
     return v.rows * v.cols * v.cn * DEPTH_DTYPE[v.depth].itemsize
+
+
+# ---------------------------------------------------------------- describing an op
+
+def _num(v):
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _scalar(values, cn):
+    vals = [_num(v) for v in values[:cn]]
+    return vals[0] if len(set(vals)) == 1 else "(" + ", ".join(vals) + ")"
+
+
+def _constants(prefix):
+    """OpenCV's constants of one family by value (INTER_LINEAR, BORDER_REFLECT_101, ...)."""
+    out = {}
+    for name in dir(cv2):
+        if name.startswith(prefix) and isinstance(getattr(cv2, name), int):
+            out.setdefault(getattr(cv2, name), name)
+    return out
+
+
+_INTER = _constants("INTER_")
+_BORDER = {**_constants("BORDER_"), cv2.BORDER_REFLECT_101: "BORDER_REFLECT_101"}
+_ARITH = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "absdiff": "absdiff",
+          "min": "min", "max": "max"}
+_COLOR = {"cvt_hsv": "HSV/HLS", "cvt_hsv2bgr": "HSV/HLS to BGR", "cvt_lab": "Lab/Luv",
+          "cvt_lab2bgr": "Lab/Luv to BGR", "cvt_xyz": "XYZ", "cvt_ycc": "YCrCb/YUV",
+          "cvt_ycc2bgr": "YCrCb/YUV to BGR", "bayer": "Bayer demosaicing"}
+_REORDER = {((2, 1, 0), 3): "BGR2RGB", ((2, 1, 0), 4): "BGRA2RGB", ((0, 1, 2), 4): "BGRA2BGR",
+            ((2, 1, 0, 3), 4): "BGRA2RGBA"}
+
+
+def _arith(n):
+    kind, mode, _, scaled = n.static
+    name = _ARITH.get(kind, kind)
+    cn = n.cn
+    if mode == "mm":
+        args = "image, image"
+    elif mode in ("mv", "vm"):
+        args = "image, device scalar" if mode == "mv" else "device scalar, image"
+    elif mode == "sm":
+        args = f"scalar {_scalar(n.dyn[1:], cn)}, image"
+    else:
+        args = f"scalar {_scalar(n.dyn[1:], cn)}"
+    if scaled:
+        args += f", scale={_num(n.dyn[0])}"
+    return f"{name}({args})"
+
+
+def _threshold(n):
+    from .ops.logic import _THRESH_CHOICES
+    names = _constants("THRESH_")
+    kind = next((names.get(t) for t, choice in _THRESH_CHOICES.items() if tuple(choice) == tuple(n.dyn[2:4])),
+                "THRESH_?")
+    return f"threshold({_num(n.dyn[0])}, {_num(n.dyn[1])}, {kind})"
+
+
+def _yuv420(n):
+    planar, u_first, bidx, out_cn = n.static
+    layout = ("I420" if u_first else "YV12") if planar else ("NV12" if u_first else "NV21")
+    return f"cvtColor(YUV2{'RGB' if bidx == 2 else 'BGR'}{'A' if out_cn == 4 else ''}_{layout})"
+
+
+_DESCRIBE = {
+    "arith": _arith,
+    "convert": lambda n: (f"convertTo({_type(n)}, alpha={_num(n.dyn[0])}, beta={_num(n.dyn[1])})"
+                          if n.static[0] else f"convertTo({_type(n)})"),
+    "resize": lambda n: f"resize({n.cols}x{n.rows}, {_INTER.get(n.static[0], n.static[0])})",
+    "resize_half": lambda n: f"resize({n.cols}x{n.rows}, exactly half: 2x2 means)",
+    "reorder": lambda n: "cvtColor(" + _REORDER.get((tuple(n.static[0]), resolved(n.inputs[0]).cn),
+                                                     f"channel order {tuple(n.static[0])}") + ")",
+    "gray": lambda n: f"cvtColor({'RGB' if n.static[0] == 2 else 'BGR'}2GRAY)",
+    "yuv420": _yuv420,
+    "threshold": _threshold,
+    "channel": lambda n: f"split(plane {n.static[0]})",
+    "merge": lambda n: f"merge({len(n.inputs)} images)",
+    "crop": lambda n: (f"GpuMat ROI ({n.dyn[1]}, {n.dyn[0]}, {n.cols}, {n.rows})" if any(n.dyn)
+                       else "copy"),
+    "fill": lambda n: f"setTo({_scalar(n.dyn, n.cn)})",
+    "select": lambda n: "copyTo(mask)",
+    "flip": lambda n: f"flip({0 if not n.static[1] else (1 if not n.static[0] else -1)})",
+    "transpose": lambda n: "transpose",
+    "make_border": lambda n: f"copyMakeBorder({_BORDER.get(n.static[0], n.static[0])})",
+    "pyr_down": lambda n: "pyrDown",
+    "pyr_up": lambda n: "pyrUp",
+    "warp": lambda n: (f"{'remap' if n.static[0] == 'remap' else 'warp' + n.static[0].capitalize()}"
+                       f"({_INTER.get(n.static[1], n.static[1])}, {_BORDER.get(n.static[2], n.static[2])})"),
+    "warp_map": lambda n: f"{n.static[0]} warp coordinates",
+    "bitwise": lambda n: ("bitwise_not" if n.static[0] == "not" else
+                          f"bitwise_{('and', 'or', 'xor')[int(n.dyn[-1])]}"
+                          f"({'image, image' if n.static[0] == 'mm' else 'scalar'})"),
+    "add_weighted": lambda n: "addWeighted",
+    "alpha_comp": lambda n: "alphaComp",
+    "blend_linear": lambda n: "blendLinear",
+    "lut": lambda n: "LookUpTable.transform",
+    "table_lookup": lambda n: "equalizeHist (lookup)",
+    "in_range": lambda n: "inRange",
+    "polar": lambda n: f"cartToPolar/polarToCart({n.static[0]})",
+    "mathfn": lambda n: f"{n.static[0]}",
+}
+
+
+def describe(n):
+    """What an op is in the user's words: the cv2.cuda call that recorded it and its
+    parameters. An op class may define ``describe(node)``; otherwise a table here, else the op's
+    own label (user ops: their name; filters: kind, size and border)."""
+    own = getattr(n.op, "describe", None)
+    if own is not None:
+        return own(n)
+    fn = _DESCRIBE.get(n.op.name)
+    if fn is not None:
+        try:
+            return fn(n)
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError):
+            pass                     # an op whose parameters changed shape: its plain label
+    if n.op.name in _COLOR:
+        return f"cvtColor({_COLOR[n.op.name]})"
+    return n.op.label(n)
+
+
+def execution_order(kernels):
+    """Kernels in launch order (phase by phase) and each one's ops in the order they run."""
+    order = sorted(range(len(kernels)), key=lambda i: (kernels[i].level, i))
+    return [kernels[i] for i in order]
+
+
+def _ops_in_order(k):
+    return sorted(k.nodes, key=lambda n: n.seq)
 
 
 def _kernel_facts(k, produced=None):
@@ -88,6 +220,7 @@ class _Facts:
 
 def explain_plan(kernels, names=None, launches=None):
     names = names or {}
+    kernels = execution_order(kernels)
     facts = _Facts(kernels)
     lines = [f"lazycv plan: {len(kernels)} kernel(s)"]
     if launches is not None and launches != len(kernels):
@@ -95,7 +228,7 @@ def explain_plan(kernels, names=None, launches=None):
     produced = {}
     for ki, k in enumerate(kernels):
         reads, rb, wb = _kernel_facts(k)
-        ops = " -> ".join(n.op.label(n) for n in k.nodes)
+        ops = " -> ".join(describe(n) for n in _ops_in_order(k))
         lines.append(f"kernel {ki}: grid {k.cols}x{k.rows}, {len(k.nodes)} op(s), "
                      f"reads {rb} B, writes {wb} B")
         lines.append(f"  ops: {ops}")
@@ -110,7 +243,7 @@ def explain_plan(kernels, names=None, launches=None):
         for n in k.outputs:
             produced[id(n)] = ki
             label = names.get(id(n), "temporary")
-            lines.append(f"  out: {n.cols}x{n.rows} {_type(n)} = {n.op.label(n)} [{label}] "
+            lines.append(f"  out: {n.cols}x{n.rows} {_type(n)} = {describe(n)} [{label}] "
                          f"<- {facts.deps_text(n)}")
     return "\n".join(lines)
 
@@ -122,6 +255,7 @@ def _dot_escape(s):
 def explain_dot(kernels, names=None):
     """Graphviz DOT: one cluster per kernel, edges from inputs to ops (dashed: read from memory)."""
     names = names or {}
+    kernels = execution_order(kernels)
     facts = _Facts(kernels)
     out = ["digraph lazycv {", "  rankdir=LR;", '  node [shape=box, fontsize=10];']
     ids = {}
@@ -135,9 +269,9 @@ def explain_dot(kernels, names=None):
         _, rb, wb = _kernel_facts(k)
         out.append(f"  subgraph cluster_{ki} {{")
         out.append(f'    label="kernel {ki}: {k.cols}x{k.rows}, reads {rb} B, writes {wb} B";')
-        for n in k.nodes:
+        for n in _ops_in_order(k):
             shape = ""
-            label = f"{_dot_escape(n.op.label(n))}\\n{n.cols}x{n.rows} {_type(n)}"
+            label = f"{_dot_escape(describe(n))}\\n{n.cols}x{n.rows} {_type(n)}"
             if any(n is o for o in k.outputs):
                 shape = ", peripheries=2"
                 label += f"\\n{_dot_escape(names.get(id(n), 'temporary'))} <- {facts.deps_text(n)}"
@@ -206,7 +340,7 @@ def _kernel_layout(k, facts, names):
     member = {id(n) for n in k.nodes}
     outs = {id(n) for n in k.outputs}
     cols = {}
-    for n in k.nodes:                           # planner order, so the picture is stable
+    for n in _ops_in_order(k):                  # execution order, so the picture is stable
         cols.setdefault(depth[id(n)], []).append(n)
     _, rb, wb = _kernel_facts(k)
     header = f"kernel {len(facts.kernel_index)}: grid {k.cols}x{k.rows}, {len(k.nodes)} op(s), " \
@@ -217,7 +351,7 @@ def _kernel_layout(k, facts, names):
     for c in sorted(cols):
         sizes = []
         for n in cols[c]:
-            lines = [n.op.label(n), f"{n.cols}x{n.rows} {_type(n)}"]
+            lines = [describe(n), f"{n.cols}x{n.rows} {_type(n)}"]
             if id(n) in outs:
                 lines += [f"-> {names.get(id(n), 'temporary')}", f"<- {facts.deps_text(n)}"]
             sizes.append((n, lines, _box_size(lines)))
@@ -249,6 +383,7 @@ def explain_svg(kernels, names=None):
     """A standalone SVG picture of the plan: phases left to right, the kernels of one phase
     stacked, memory inputs in the first column (see the module docstring)."""
     names = names or {}
+    kernels = execution_order(kernels)
     facts = _Facts(kernels)
     facts.kernel_index = []
     lays = [_kernel_layout(k, facts, names) for k in kernels]

@@ -26,10 +26,12 @@ from . import backends, codegen, ir, planner
 from ._types import DEPTH_DTYPE
 from .errors import StsNoMem, cv_error
 from .ir import Allocation, Source, source_bufs
+from .log import debug_level, debugging, logger, nvtx_range  # noqa: F401  (debug_level: ops use it)
 from .memory import host_pool
 from .plancache import Graph, PlanCache
 
-STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "cache_hits",
+# what each counts: docs/observability.md
+STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "disk_cache_hits", "cache_hits",
              "fallbacks", "bytes_h2d", "bytes_d2h", "flushes", "plan_hits", "program_hits")
 AUTO_FLUSH_OPS = 20000
 
@@ -47,6 +49,7 @@ class State:
         self.computed = []                   # nodes the running flush computed into memory
         self.device_bytes = None             # the device's memory (runtime.device_memory)
         self.stats = dict.fromkeys(STAT_KEYS, 0)
+        self.fused_seen = set()              # ids of the nodes the running flush counted in ops_fused
         self.caches = {}
         self.plans = PlanCache()
         # arrays download() hands out: recycled warm memory (memory.host_pool)
@@ -70,13 +73,6 @@ class State:
 
 
 STATE = State()
-
-
-def debug_level():
-    try:
-        return int(os.environ.get("LAZYCV_DEBUG", "0"))
-    except ValueError:
-        return 0
 
 
 def select_backend(name=None):
@@ -273,7 +269,7 @@ def flush(requested=()):
     leave the pending list (they stay lazy: asking for one again retries it), so one bad
     result cannot break every later flush.
     """
-    with STATE.lock:
+    with STATE.lock, nvtx_range("lazycv flush"):
         try:
             _flush(requested)
         finally:
@@ -483,9 +479,10 @@ def execute(sinks, plan):
     if not values:
         return [], []
     kernels, phases = plan(values, by_node)
-    if debug_level() >= 1:
+    if debugging():
         from .report import explain_plan
-        print(explain_plan(kernels), file=sys.stderr)
+        logger.debug(explain_plan(kernels))
+    STATE.fused_seen.clear()
     for phase in phases:
         for kinds in phase:
             if len(kinds) == 1 and len(kinds[0]) == 1 and STATE.capture is None:
@@ -587,7 +584,19 @@ def _finish_kernel(kernel, outputs, by_node):
                     alloc = Allocation(buf)
                 m._bind_result(alloc, y0, x0)
     if len(kernel.nodes) > 1:
-        STATE.stats["ops_fused"] += len(kernel.nodes)
+        STATE.stats["ops_fused"] += fused_ops(kernel, STATE.fused_seen)
+
+
+def fused_ops(kernel, seen):
+    """stats()["ops_fused"] of one kernel: the recorded ops it computes together with other ops,
+    each once per flush (``seen``: ids counted) however many of the flush's kernels recompute it;
+    a setTo's constant read as values is not an op of the flush (it was recorded by setTo)."""
+    ops = [n for n in kernel.nodes if n.op.name != "fill"]
+    if len(ops) < 2:
+        return 0
+    new = [n for n in ops if id(n) not in seen]
+    seen.update(id(n) for n in new)
+    return len(new)
 
 
 class LaunchRecord:
@@ -710,7 +719,8 @@ def _launch_batch(kinds, by_node, min_select=1):
             item_bufs.append(items)
         results.append((members, item_bufs))
     max_h, max_w = int(ti[:, 0].max()), int(ti[:, 1].max())
-    be.launch_batched(compiled, n_items, max_h, max_w, ti, tf, args)
+    with nvtx_range("lazycv launch"):
+        be.launch_batched(compiled, n_items, max_h, max_w, ti, tf, args)
     STATE.stats["kernels_launched"] += 1
     if STATE.capture is not None:
         STATE.capture.append(LaunchRecord(compiled, max_h, max_w, ti, tf, args, slabs, results))
@@ -743,7 +753,8 @@ def _launch(kernel, layout, outputs):
     args = gather_args(compiled.recipe, layout)
     for buf, y0, x0 in final:
         args += (buf, y0, x0)
-    be.launch(compiled, kernel.rows, kernel.cols, args)
+    with nvtx_range("lazycv launch"):
+        be.launch(compiled, kernel.rows, kernel.cols, args)
     for src, buf, y0, x0 in copies:
         copy_region(src, buf, y0, x0)
 

@@ -47,25 +47,3 @@ def test_a_plain_opencv_without_contrib_modules(tmp_path):
         "print('ok')\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
-
-
-# ---------------------------------------------------------------- multiply/divide working type
-
-import gc  # noqa: E402
-import inspect  # noqa: E402
-import itertools  # noqa: E402
-import os  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-
-import lazycv  # noqa: E402
-from lazycv import codegen, diskcache  # noqa: E402
-from lazycv.memory import BufferPool, pool_cap  # noqa: E402
-from lazycv.plancache import PlanCache  # noqa: E402
-from lazycv.ops import arith  # noqa: E402
-from lazycv.ops.common import API  # noqa: E402
-
-from .conftest import BACKEND, SIM, assert_fused_equals_eager, run_both  # noqa: E402
-
-ALL_DEPTHS = {cv2.CV_8U: np.uint8, cv2.CV_8S: np.int8, cv2.CV_16U: np.uint16, cv2.CV_16S: np.int16,
-              cv2.CV_32S: np.int32, cv2.CV_32F: np.float32, cv2.CV_64F: np.float64}

@@ -8,7 +8,7 @@ import warnings
 
 import cv2
 
-from .. import runtime
+from ..log import note_fallback
 from ..errors import StsBadArg, StsNotImplemented, cv_error
 from ..runtime import STATE
 from .common import check_dst, check_stream, gpumat_cls
@@ -25,8 +25,7 @@ _warned = set()          # functions that have warned in this process
 def count_fallback(func, why=""):
     """Record one CPU OpenCV run of ``func``: the counter, the debug log, the one-time warning."""
     STATE.stats["fallbacks"] += 1
-    if runtime.debug_level() >= 1:
-        print(f"[lazycv] fallback: {func} ran on CPU OpenCV ({why})", file=sys.stderr)
+    note_fallback(func, why)             # the debug log; a PerformanceWarning in a hot loop
     if func not in _warned:
         _warned.add(func)
         warnings.warn(f"lazycv: cv2.cuda {func} runs on CPU OpenCV" + (f" ({why})" if why else "")
