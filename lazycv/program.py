@@ -18,6 +18,7 @@ import struct
 
 import numpy as np
 
+from . import streams
 from ._types import DEPTH_DTYPE
 from .ir import Allocation, Source
 from .runtime import DYN_CONVERT, STATE, fused_ops
@@ -264,6 +265,8 @@ class FlushProgram(_FlushProgramBase):
         except AttributeError:           # a value is gone (None): the general path decides
             return False
         be = STATE.backend
+        if streams.ACTIVE:
+            streams.select_mats([mats[i] for i, _ in self.binds])
         ti = tf = None
         if fills != self.last_fills:
             ti, tf = self._tables_of(fills)
@@ -372,6 +375,8 @@ class SingleFlushProgram(_FlushProgramBase):
         except AttributeError:           # a value is gone (None): the general path decides
             return False
         be = STATE.backend
+        if streams.ACTIVE:
+            streams.select_mats([mats[i] for i, _ in self.binds])
         if self.slab is not None:
             bufs = be.alloc_batch(*self.slab)[1]
         else:

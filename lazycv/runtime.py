@@ -273,6 +273,7 @@ def flush(requested=()):
         try:
             _flush(requested)
         finally:
+            streams.CURRENT = None               # (the stream of the flush's last launch)
             if STATE.foreign_streams:
                 be = STATE.backend
                 for h in STATE.foreign_streams.values():
@@ -623,6 +624,8 @@ def capturing():
 
 def _launch_single(k, layout, by_node):
     be = STATE.backend
+    if streams.ACTIVE:
+        streams.select(by_node, (k,))
     if STATE.capture is not None:
         STATE.capture.append(None)
     outputs = []
@@ -672,6 +675,8 @@ def _launch_batch(kinds, by_node, min_select=1):
     with one signature. Per-item scalars go in tables, shared sources are passed once, outputs
     are slabs."""
     be = STATE.backend
+    if streams.ACTIVE:
+        streams.select(by_node, [k for members in kinds for k, _ in members])
     binds = [_bind_kind(members, min_select) for members in kinds]
     compiled = STATE.kernel_cache().get_batched(
         [(members[0][1], sh, ns) for members, (sh, ns, _) in zip(kinds, binds)], STATE.stats)
@@ -786,3 +791,4 @@ def copy_region(src, buf, y0, x0):
 
 
 from .program import FlushProgram, SingleFlushProgram  # noqa: E402  (program reads STATE)
+from . import streams  # noqa: E402  (streams reads STATE)

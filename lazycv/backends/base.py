@@ -37,6 +37,25 @@ class Backend:
         """True when everything queued on ``stream`` (None: the default stream) is done."""
         return True
 
+    # Events (lazycv/streams.py). Here work is done when its launch returns: an event is the
+    # host time at record, always complete, and nothing needs to wait for one.
+    def record_event(self, stream, timing=True):
+        """An event after everything queued so far on ``stream`` (None: the default stream)."""
+        from ..streams import HostEvent
+        return HostEvent()
+
+    def wait_event(self, stream, event):
+        """Work queued on ``stream`` from now on waits for ``event``."""
+
+    def event_done(self, event):
+        return True
+
+    def event_synchronize(self, event):
+        """The host waits for ``event``."""
+
+    def elapsed_ms(self, start, end):
+        return (end.time - start.time) * 1000.0
+
     def constant_tables(self, ti, tf):
         """Per-item tables that many launches read, as ``launch_batched(tables=)`` takes them."""
         return ti, tf

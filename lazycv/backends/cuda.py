@@ -189,7 +189,11 @@ class CudaBackend(Backend):
         elif self.simulator:
             dti, dtf = self.cuda.to_device(ti), self.cuda.to_device(tf)
         else:
-            dti, dtf = self._tables.upload((ti, tf), self.buffers, stream)
+            # on a stream of lazycv's own, tables take fresh memory: a pooled table could go to a
+            # launch on another stream before this one has read it (the default stream is
+            # ordered against lazycv's blocking streams by CUDA itself)
+            pool = self.buffers if stream is None else _FreshMemory(self.cuda)
+            dti, dtf = self._tables.upload((ti, tf), pool, stream)
         self._launch(compiled.fn, grid, (max_h, dti, dtf) + tuple(arrays), stream)
 
     def constant_tables(self, ti, tf):
@@ -385,6 +389,30 @@ class CudaBackend(Backend):
         ev.record(stream or self.cuda.default_stream())
         return ev.query()
 
+    # CUDA events (numba-cuda's public event API); the simulator keeps the base class's host events
+    def record_event(self, stream, timing=True):
+        if self.simulator:
+            return super().record_event(stream, timing)
+        ev = self.cuda.event(timing=timing)
+        ev.record(stream or self.cuda.default_stream())
+        return ev
+
+    def wait_event(self, stream, event):
+        if not self.simulator:
+            event.wait(stream or self.cuda.default_stream())
+
+    def event_done(self, event):
+        return True if self.simulator else event.query()
+
+    def event_synchronize(self, event):
+        if not self.simulator:
+            event.synchronize()
+
+    def elapsed_ms(self, start, end):
+        if self.simulator:
+            return super().elapsed_ms(start, end)
+        return self.cuda.event_elapsed_time(start, end)
+
     def pointer(self, buf):
         if self.simulator:               # the simulator's device memory is a host array
             return buf._ary.ctypes.data
@@ -488,6 +516,17 @@ class _TableStaging:
             event = slot[1] = cuda.event(timing=False)
         event.record(stream)
         return out
+
+
+class _FreshMemory:
+    """Device memory that is not pooled (freed by numba-cuda after the work using it)."""
+    __slots__ = ("cuda",)
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+
+    def alloc(self, shape, dtype):
+        return self.cuda.device_array(shape, dtype)
 
 
 def _fresh_view(storage):

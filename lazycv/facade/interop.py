@@ -2,7 +2,7 @@
 DLPack) and wrapping memory that torch/cupy/OpenCV own."""
 import numpy as np
 
-from .. import runtime
+from .. import runtime, streams
 from .._types import CN_MAX, DEPTH_DTYPE, DTYPE_DEPTH, host_shape
 from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
 from ..ir import Allocation, Source
@@ -23,20 +23,23 @@ def host_to_device(buf, y0, c0, rows2d, stream=None):
     """Copy host rows into ``buf`` at row y0, element column c0 (staging through a temporary
     and a copy kernel when the backend cannot copy that region directly)."""
     be = runtime.backend()
-    s = _stream_handle(stream)
     foreign = _foreign(stream)
-    if foreign:
-        be.order(None, s)             # earlier kernels may still read what the copy overwrites
-    if not be.upload(buf, y0, c0, rows2d, s):
-        tmp = be.alloc(rows2d.shape[0], rows2d.shape[1], rows2d.dtype)
-        be.upload(tmp, 0, 0, rows2d, s)
+    # on a stream of lazycv's own: after the buffer's last use on another stream (streams.py);
+    # asynchronous when rows2d is page-locked (HostMem), as CUDA copies pageable memory at once
+    with streams.copying(None if foreign else stream, buf) as s:
         if foreign:
-            be.order(s, None)
-        cn = _cn_for(buf, rows2d)
-        src = Source(tmp, 0, 0, rows2d.shape[0], rows2d.shape[1] // cn, DTYPE_DEPTH[rows2d.dtype], cn)
-        runtime.copy_region(src, buf, y0, c0 // cn)
-    elif foreign:
-        be.order(s, None)             # later kernels read what it wrote
+            s = _stream_handle(stream)
+            be.order(None, s)         # earlier kernels may still read what the copy overwrites
+        if not be.upload(buf, y0, c0, rows2d, s):
+            tmp = be.alloc(rows2d.shape[0], rows2d.shape[1], rows2d.dtype)
+            be.upload(tmp, 0, 0, rows2d, s)
+            if foreign:
+                be.order(s, None)
+            cn = _cn_for(buf, rows2d)
+            src = Source(tmp, 0, 0, rows2d.shape[0], rows2d.shape[1] // cn, DTYPE_DEPTH[rows2d.dtype], cn)
+            runtime.copy_region(src, buf, y0, c0 // cn)
+        elif foreign:
+            be.order(s, None)         # later kernels read what it wrote
     STATE.stats["bytes_h2d"] += rows2d.nbytes
 
 
@@ -56,19 +59,20 @@ def _cn_for(buf, rows2d):
 
 def device_to_host(buf, y0, c0, rows, ncols, out2d, stream=None):
     be = runtime.backend()
-    s = _stream_handle(stream)
     foreign = _foreign(stream)
-    if foreign:
-        be.order(None, s)             # the copy reads what lazycv's kernels wrote
-    if not be.download(buf, y0, c0, rows, ncols, out2d, s):
-        tmp = be.alloc(rows, ncols, buf.dtype)
-        src = Source(buf, y0, c0, rows, ncols, DTYPE_DEPTH[buf.dtype], 1)
-        runtime.copy_region(src, tmp, 0, 0)
+    with streams.copying(None if foreign else stream, buf) as s:
         if foreign:
-            be.order(None, s)
-        be.download(tmp, 0, 0, rows, ncols, out2d, s)
-    if foreign:
-        be.order(s, None)             # later kernels may overwrite what it still reads
+            s = _stream_handle(stream)
+            be.order(None, s)         # the copy reads what lazycv's kernels wrote
+        if not be.download(buf, y0, c0, rows, ncols, out2d, s):
+            tmp = be.alloc(rows, ncols, buf.dtype)
+            src = Source(buf, y0, c0, rows, ncols, DTYPE_DEPTH[buf.dtype], 1)
+            runtime.copy_region(src, tmp, 0, 0)
+            if foreign:
+                be.order(None, s)
+            be.download(tmp, 0, 0, rows, ncols, out2d, s)
+        if foreign:
+            be.order(s, None)         # later kernels may overwrite what it still reads
     if stream is None:
         be.synchronize(None)
     STATE.stats["bytes_d2h"] += out2d.nbytes

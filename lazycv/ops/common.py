@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from .. import runtime
+from .. import runtime, streams
 from .._types import DEPTH_DTYPE, DEPTH_NAME, MAX_CHANNELS, split_type, type_name
 from ..errors import StsBadArg, StsUnmatchedFormats, StsUnmatchedSizes, StsUnsupportedFormat, cv_error
 from ..ir import Node
@@ -229,6 +229,8 @@ def result(func, nd, dst=None, stream=None):
         check_dst(func, dst)
         check_stream(func, stream)
         out = dst._assign_result(nd)
+    # the stream its launch goes on (lazycv/streams.py); a call naming none takes on_stream's
+    out._stream = stream if stream is not None else streams.RECORD_ON
     # Memory shared with foreign code is read at the call, as eager OpenCV would: the foreign
     # owner may overwrite it before the lazy result is needed.
     if STATE.any_shared and out._node is not None and runtime.reads_shared_memory(out._node):
