@@ -20,13 +20,18 @@ from .ops.fallback import FallbackWarning  # noqa: F401
 from .errors import PerformanceWarning  # noqa: F401
 from . import log as _log  # noqa: F401  (the "lazycv" logger's NullHandler; docs/observability.md)
 from .facade.patch import supported  # noqa: F401
+# media patterns: streams, the streamed frame loop, delay buffers, graphs (docs/media.md)
+from .media import DelayBuffer, StreamedLoop, on_stream  # noqa: F401
+from .graphs import Graph, capture  # noqa: F401
+from .streams import tracing as trace_streams  # noqa: F401
 
 __version__ = "0.1.0"
 RESIZE_MAPPINGS = ("opencv-cpu", "opencv-cuda")
 __all__ = ["enable", "disable", "enabled", "is_enabled", "settings", "backend", "materialize", "stats",
            "reset_stats", "explain", "GpuMat", "Stream", "Event",
            "compose", "Pipeline", "read", "crop", "resize", "cvt_color", "convert", "normalize",
-           "to_planar", "write", "op", "gather_op", "FallbackWarning", "PerformanceWarning", "supported"]
+           "to_planar", "write", "op", "gather_op", "FallbackWarning", "PerformanceWarning", "supported",
+           "StreamedLoop", "DelayBuffer", "on_stream", "capture", "Graph", "trace_streams"]
 
 
 def _configure(backend, fuse, resize_mapping):

@@ -1,24 +1,27 @@
 """``cv2.cuda.Stream`` and ``cv2.cuda.Event``.
 
-A Stream orders work; with lazy execution its main job is to say *when* results are needed:
-``waitForCompletion`` computes the pending work and waits for it. On the CPU backend there is no
-asynchrony and these are thin.
+A Stream orders work: a result recorded with ``stream=s`` is launched on ``s`` when it is
+computed, uploads and downloads with ``stream=s`` are copies on ``s`` (asynchronous from and to
+page-locked ``HostMem``), and streams are ordered against each other by events (lazycv/streams.py
+has the rules). An Event is a point on a stream: on CUDA a CUDA event, so ``elapsedTime`` is
+measured on the device; on the CPU backend and the simulator, where work is done when its launch
+returns, the host time at ``record``.
 """
-import time
+import itertools
 
-from .. import runtime
+from .. import runtime, streams
 from ..errors import StsBadArg, cv_error
 from ..runtime import STATE
 
+_NUMBERS = itertools.count(1)
+
 
 class Stream:
-    """A CUDA stream (numba-cuda stream on the cuda backend; a no-op elsewhere).
-
-    lazycv launches its fused kernels on the default stream when a result is needed, whatever
-    stream the calls named; a stream lazycv created is a blocking one, so the default stream
-    orders it. A stream of other code (``wrapStream``: torch's and cupy's are non-blocking) is
-    ordered explicitly: see ``runtime.foreign_stream_call``."""
-    __slots__ = ("_flags", "_native", "_null", "_foreign", "__weakref__")
+    """A CUDA stream. ``Stream()`` makes a new one (a blocking stream, as OpenCV's
+    ``cudaStreamCreate``), ``Stream.Null()`` is the default stream, ``wrapStream`` takes one of
+    other code (torch's, cupy's), which lazycv orders by events around its calls
+    (``runtime.foreign_stream_call``) rather than launching on it."""
+    __slots__ = ("_flags", "_native", "_null", "_foreign", "_number", "__weakref__")
 
     def __init__(self, flags=0, allocator=None):
         if type(flags).__name__.endswith("Allocator"):
@@ -27,14 +30,22 @@ class Stream:
             raise cv_error("Stream", f"expected Stream([flags]) or Stream(allocator), got {flags!r}", StsBadArg)
         self._flags, self._native, self._null = flags, None, False
         self._foreign = None          # the address of a stream of other code (wrapStream)
+        self._number = next(_NUMBERS)
+        with STATE.lock:
+            runtime.backend()
+            streams.engage()
 
     @classmethod
     def Null(cls):
-        s = cls()
-        s._null = True
+        s = cls.__new__(cls)
+        s._flags, s._native, s._null, s._foreign, s._number = 0, None, True, None, 0
         return s
 
+    def _label(self):
+        return "null" if self._null else f"stream{self._number}"
+
     def _handle(self):
+        """The numba-cuda stream on the cuda backend (None for the null stream and elsewhere)."""
         if self._null:
             return None
         be = runtime.backend()
@@ -49,30 +60,33 @@ class Stream:
         return self._foreign is not None and not self._null and STATE.backend_name == "cuda"
 
     def _finish(self):
-        """Compute pending work and wait for it and for this stream's own queue (lazycv's
-        kernels ran on the default stream, which a wait on this stream alone would miss)."""
+        """Launch pending work and wait for what this stream holds."""
         runtime.flush()
         be = runtime.backend()
-        h = self._handle()
-        be.synchronize(be.default_stream() if h is not None else None)
-        if h is not None:
-            be.synchronize(h)
+        be.synchronize(streams.native(streams.key(self)))
+        if self._foreign is not None:   # its own queue (lazycv's launches for its calls: synced above)
+            be.synchronize(self._handle())
 
     def waitForCompletion(self):
         with STATE.lock:
             self._finish()
 
     def queryIfComplete(self):
+        """True only when everything queued on this stream is done (pending work is launched
+        first: it counts as queued)."""
         with STATE.lock:
             runtime.flush()
             be = runtime.backend()
-            h = self._handle()
-            return be.idle(None) and (h is None or be.idle(h))
+            own = be.idle(streams.native(streams.key(self)))
+            return own and (self._foreign is None or be.idle(self._handle()))
 
     def waitEvent(self, event):
+        """Work queued on this stream from now on waits for ``event`` (no host wait)."""
         if not isinstance(event, Event):
             raise cv_error("Stream::waitEvent", f"expected a cv2.cuda.Event, got {type(event).__name__}", StsBadArg)
-        event.waitForCompletion()
+        with STATE.lock:
+            if event._event is not None:
+                streams.wait(self, event._event)
 
     def cudaPtr(self):
         """The stream's CUDA handle. Without real streams (the CPU backend, the simulator) a
@@ -93,47 +107,52 @@ class Stream:
     def __hash__(self):
         return id(self) if not self._null else 0
 
+    def __repr__(self):
+        return f"<cv2.cuda.Stream {self._label()}>"
+
 
 class Event:
-    """A timing/ordering point. ``record`` flushes pending work so the event means "after it"."""
+    """A point on a stream. ``record(stream)`` launches pending work and marks the point after
+    everything queued on ``stream`` so far; ``waitForCompletion`` waits for it on the host,
+    ``Stream.waitEvent`` makes another stream wait for it."""
     DEFAULT, BLOCKING_SYNC, DISABLE_TIMING, INTERPROCESS = 0, 1, 2, 4
-    __slots__ = ("_flags", "_time", "__weakref__")
+    __slots__ = ("_flags", "_event", "__weakref__")
 
     def __init__(self, flags=0):
         if isinstance(flags, bool) or not isinstance(flags, int):
             raise cv_error("Event", f"flags must be a cv2.cuda.Event_* constant, got {flags!r}", StsBadArg)
-        self._flags, self._time = flags, None
+        self._flags, self._event = flags, None
 
     def record(self, stream=None):
         if stream is not None and not isinstance(stream, Stream):
             raise cv_error("Event::record", f"expected a cv2.cuda.Stream, got {type(stream).__name__}", StsBadArg)
         with STATE.lock:
-            if stream is None:
-                runtime.flush()
-                runtime.backend().synchronize(None)
-            else:
-                stream._finish()
-            self._time = time.perf_counter()
+            runtime.flush()
+            self._event = streams.record(stream, timing=not self._flags & Event.DISABLE_TIMING)
 
     def waitForCompletion(self):
         with STATE.lock:
-            runtime.backend().synchronize(None)
+            if self._event is not None:
+                runtime.backend().event_synchronize(self._event)
 
     def queryIfComplete(self):
-        return True
+        """True when the work before the recorded point is done (an event never recorded is)."""
+        with STATE.lock:
+            return self._event is None or runtime.backend().event_done(self._event)
 
     @staticmethod
     def elapsedTime(start, end):
-        """Milliseconds between two recorded events."""
+        """Milliseconds between two recorded events (on CUDA measured by the device)."""
         if not isinstance(start, Event) or not isinstance(end, Event):
             raise cv_error("Event::elapsedTime", f"expected two cv2.cuda.Events, got {type(start).__name__} and "
                                                  f"{type(end).__name__}", StsBadArg)
-        if start._time is None or end._time is None:
+        if start._event is None or end._event is None:
             raise cv_error("Event::elapsedTime", "both events must be recorded", StsBadArg)
         if (start._flags | end._flags) & Event.DISABLE_TIMING:
             raise cv_error("Event::elapsedTime", "an event made with Event_DISABLE_TIMING has no time "
                                                  "(as CUDA's cudaEventElapsedTime)", StsBadArg)
-        return (end._time - start._time) * 1000.0
+        with STATE.lock:
+            return runtime.backend().elapsed_ms(start._event, end._event)
 
 
 def wrapStream(cudaStreamMemoryAddress):

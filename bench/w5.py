@@ -1,0 +1,123 @@
+"""W5: page-locked host frames -> H2D -> W1 -> D2H, with streams (lazycv.StreamedLoop) vs one
+serial stream, in frames/s, beside the copy-engine bound.
+
+The serial loop uploads, computes and downloads each frame before the next (what a loop without
+streams does). The streamed loop overlaps the three stages of consecutive frames on a copy
+stream each way and a compute stream. The copy-engine bound is the frame rate if the busier
+copy direction never stopped: 1 / max(H2D time, D2H time) per frame, each timed alone on
+page-locked memory. Targets (BENCHMARKS.md): >= 1.8x serial and >= 90 % of the bound.
+
+    python bench/w5.py [--frames 256] [--size 1920x1080] [--depth 3] [--repeats 3]
+
+Runs on every backend (the backend is printed beside the numbers; on the CPU nothing overlaps).
+Writes $OUT/w5.json (or bench/out/w5.json).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+from w1 import MEAN, STD  # noqa: E402
+
+
+def w1_frame(g):
+    """W1 on one frame: resize 640x640, BGR2RGB, x 1/255, - mean, / std, planar."""
+    import cv2
+    r = cv2.cuda.resize(g, (640, 640), interpolation=cv2.INTER_LINEAR)
+    f = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB).convertTo(cv2.CV_32FC3, alpha=1 / 255)
+    return cv2.cuda.split(cv2.cuda.divide(cv2.cuda.subtract(f, MEAN), STD))
+
+
+def serial(frames, outs):
+    """One frame at a time on one stream: upload, compute, download, wait."""
+    import cv2
+    s = cv2.cuda_Stream()
+    g = cv2.cuda_GpuMat()
+    for host in frames:
+        g.upload(host, s)
+        with __import__("lazycv").on_stream(s):
+            planes = w1_frame(g)
+        for p, o in zip(planes, outs):
+            p.download(o, s)
+        s.waitForCompletion()
+
+
+def streamed(frames, depth):
+    import lazycv
+    n = 0
+    for _ in lazycv.StreamedLoop(frames, w1_frame, depth=depth):
+        n += 1
+    return n
+
+
+def copy_time(frame, out_plane, repeats=20):
+    """(H2D ms, D2H ms) per frame on page-locked memory, each direction alone, device-timed."""
+    import cv2
+    s = cv2.cuda_Stream()
+    g = cv2.cuda_GpuMat()
+    g.upload(frame, s)
+    planes = [cv2.cuda_GpuMat(640, 640, cv2.CV_32FC1) for _ in range(3)]
+    a, b = cv2.cuda_Event(), cv2.cuda_Event()
+    s.waitForCompletion()
+    a.record(s)
+    for _ in range(repeats):
+        g.upload(frame, s)
+    b.record(s)
+    b.waitForCompletion()
+    h2d = cv2.cuda.Event.elapsedTime(a, b) / repeats
+    a.record(s)
+    for _ in range(repeats):
+        for p in planes:
+            p.download(out_plane, s)
+    b.record(s)
+    b.waitForCompletion()
+    return h2d, cv2.cuda.Event.elapsedTime(a, b) / repeats
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=256)
+    ap.add_argument("--size", default="1920x1080")
+    ap.add_argument("--depth", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    import cv2
+    import lazycv
+    lazycv.enable()
+    w, h = (int(v) for v in args.size.split("x"))
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    frames = [cv2.cuda_HostMem(np.roll(base, i, axis=1)) for i in range(args.frames)]
+    outs = [cv2.cuda_HostMem(640, 640, cv2.CV_32FC1).createMatHeader() for _ in range(3)]
+    streamed(frames[:args.depth + 2], args.depth)          # compile and warm
+    serial(frames[:2], outs)
+    rows = {}
+    for name, run in (("serial", lambda: serial(frames, outs)), ("streamed", lambda: streamed(frames, args.depth))):
+        best = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            run()
+            best.append(time.perf_counter() - t0)
+        rows[name] = args.frames / min(best)
+    h2d, d2h = copy_time(frames[0], outs[0])
+    bound = 1e3 / max(h2d, d2h) if max(h2d, d2h) > 0 else float("inf")
+    backend = lazycv.backend()
+    print(f"W5 on {backend}: {args.frames} frames {w}x{h} -> W1 -> 3x640x640 f32, depth {args.depth}")
+    print(f"  serial   {rows['serial']:9.1f} frames/s")
+    print(f"  streamed {rows['streamed']:9.1f} frames/s  ({rows['streamed'] / rows['serial']:.2f}x serial)")
+    print(f"  copy-engine bound {bound:9.1f} frames/s (H2D {h2d:.3f} ms, D2H {d2h:.3f} ms per frame; "
+          f"streamed at {100 * rows['streamed'] / bound:.0f} %)")
+    common.write_json(common.out_dir() / "w5.json", {
+        "backend": backend, "frames": args.frames, "size": [w, h], "depth": args.depth,
+        "serial_fps": rows["serial"], "streamed_fps": rows["streamed"], "h2d_ms": h2d, "d2h_ms": d2h,
+        "copy_bound_fps": bound, "stats": lazycv.stats()})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Media patterns: the streamed frame loop (upload, compute and download overlapped) and the
+delay buffer (a statistic of frame n steering frame n + k without the host waiting for it).
+
+``StreamedLoop`` is the producer-consumer loop a video pipeline writes by hand with cv2.cuda
+streams: N page-locked host buffers and N device buffers, a copy stream each way and a compute
+stream, events between them. While frame i computes, frame i + 1 uploads and frame i - 1
+downloads; the host waits only when it needs a slot back, for that slot's download event.
+
+``DelayBuffer`` is a ring of k + 1 one-pixel device slots: ``push(stat)`` writes frame n's
+statistic into slot n mod (k + 1) and hands back the slot written k pushes earlier (the initial
+value for the first k). Nothing is downloaded: the consumer (``cv2.cuda.multiply(frame, gain)``,
+any op taking a device scalar) reads the slot in its kernel.
+"""
+import numbers
+from collections import deque
+
+import numpy as np
+
+from . import runtime, streams
+from ._types import DEPTH_DTYPE, split_type
+from .errors import StsBadArg, StsUnmatchedFormats, cv_error
+from .facade.gpumat import GpuMat
+from .facade.hostmem import HostMem
+from .facade.stream import Event, Stream
+from .runtime import STATE
+
+on_stream = streams.on_stream
+PUSH_LOG = None          # a list while a graph is captured: the DelayBuffers pushed (lazycv.graphs)
+
+
+class _Slot:
+    """One frame in flight: its host and device buffers and the events between the stages."""
+    __slots__ = ("index", "pinned_in", "device_in", "pinned_out", "uploaded", "computed", "downloaded",
+                 "single")
+
+    def __init__(self):
+        self.index = None
+        self.pinned_in = None
+        self.device_in = GpuMat()
+        self.pinned_out = []
+        self.uploaded, self.computed, self.downloaded = Event(Event.DISABLE_TIMING), Event(
+            Event.DISABLE_TIMING), Event(Event.DISABLE_TIMING)
+        self.single = True
+
+
+class StreamedLoop:
+    """``for i, out in lazycv.StreamedLoop(frames, fn, depth=3): ...``
+
+    ``frames``: an iterable of host images (numpy arrays or ``cv2.cuda.HostMem``; numpy frames
+    are copied into page-locked memory first, HostMem ones are uploaded as they are). ``fn``
+    takes the frame's GpuMat and returns a GpuMat or a list/tuple of them (its cv2.cuda calls
+    need no ``stream=``: they are recorded on the loop's compute stream). Yields ``(i, out)``
+    in frame order, ``out`` the host copy of fn's result(s) — page-locked memory the loop
+    reuses ``depth`` frames later, so it is valid until the next iteration; ``copy=True``
+    yields arrays of your own.
+
+    Equal to the serial loop ``fn(upload(frame)).download()`` on every backend; on CUDA the
+    three stages of consecutive frames overlap."""
+
+    def __init__(self, frames, fn, depth=3, copy=False):
+        if not callable(fn):
+            raise cv_error("StreamedLoop", f"fn must be callable, got {type(fn).__name__}", StsBadArg)
+        if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 1:
+            raise cv_error("StreamedLoop", f"depth must be an integer >= 1, got {depth!r}", StsBadArg)
+        self.frames, self.fn, self.depth, self.copy = frames, fn, int(depth), bool(copy)
+        self.upload_stream = self.compute_stream = self.download_stream = None
+
+    def __iter__(self):
+        self.upload_stream, self.compute_stream, self.download_stream = Stream(), Stream(), Stream()
+        slots = [_Slot() for _ in range(self.depth)]
+        in_flight = deque()
+        for i, frame in enumerate(self.frames):
+            slot = slots[i % self.depth]
+            if slot.index is not None:              # its frame i - depth goes out first
+                yield self._deliver(in_flight.popleft())
+            self._submit(slot, i, frame)
+            in_flight.append(slot)
+        while in_flight:
+            yield self._deliver(in_flight.popleft())
+
+    def _submit(self, slot, i, frame):
+        up, compute, down = self.upload_stream, self.compute_stream, self.download_stream
+        if isinstance(frame, HostMem):
+            host = frame
+        elif isinstance(frame, np.ndarray):
+            # the slot's page-locked buffer: free again, since its last upload came before the
+            # download this slot's previous frame was delivered after
+            if slot.pinned_in is None or slot.pinned_in.createMatHeader().shape != frame.shape or \
+                    slot.pinned_in.createMatHeader().dtype != frame.dtype:
+                slot.pinned_in = HostMem(frame)
+            else:
+                np.copyto(slot.pinned_in.createMatHeader(), frame)
+            host = slot.pinned_in
+        else:
+            raise cv_error("StreamedLoop", f"frame {i} is a {type(frame).__name__}; expected a numpy array "
+                                           "or a cv2.cuda.HostMem", StsBadArg)
+        slot.index = i
+        slot.device_in.upload(host, up)
+        slot.uploaded.record(up)
+        compute.waitEvent(slot.uploaded)
+        with streams.on_stream(compute):
+            out = self.fn(slot.device_in)
+        slot.single = isinstance(out, GpuMat)
+        outs = [out] if slot.single else list(out)
+        if not outs or not all(isinstance(m, GpuMat) for m in outs):
+            raise cv_error("StreamedLoop", "fn must return a GpuMat or a list/tuple of GpuMats", StsBadArg)
+        with STATE.lock:
+            for m in outs:                   # launched on the compute stream
+                if m._node is not None:
+                    m._stream = compute
+            runtime.flush(runtime.pending_for(outs))
+        slot.computed.record(compute)
+        down.waitEvent(slot.computed)
+        while len(slot.pinned_out) < len(outs):
+            slot.pinned_out.append(HostMem())
+        del slot.pinned_out[len(outs):]
+        for m, host_out in zip(outs, slot.pinned_out):
+            host_out.create(m.size()[1], m.size()[0], m.type())
+            m.download(host_out, down)
+        slot.downloaded.record(down)
+
+    def _deliver(self, slot):
+        slot.downloaded.waitForCompletion()
+        outs = [h.createMatHeader() for h in slot.pinned_out]
+        if self.copy:
+            outs = [o.copy() for o in outs]
+        i, slot.index = slot.index, None
+        return i, outs[0] if slot.single else tuple(outs)
+
+
+class DelayBuffer:
+    """``delayed = buf.push(stat)``: frame n's statistic in, frame n - k's out, on the device.
+
+    ``k``: the delay in frames (0: the statistic itself). ``like``: a GpuMat whose size and
+    type the statistics have (typically a 1x1 reduction result such as ``cv2.cuda.calcSum``'s,
+    or a 1x1 derived from it); ``initial``: the value the first k pushes hand back (a number or
+    a per-channel tuple). The slots are fixed memory, so a push is one small kernel and nothing
+    waits for the host. Inside a captured graph (lazycv.graphs) the graph is captured once per
+    ring position, so every replay reads and writes the slots of its frame."""
+
+    def __init__(self, k, like, initial=0.0):
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise cv_error("DelayBuffer", f"k must be an integer >= 0, got {k!r}", StsBadArg)
+        if not isinstance(like, GpuMat) or like.empty():
+            raise cv_error("DelayBuffer", f"like must be a non-empty GpuMat, got {type(like).__name__}", StsBadArg)
+        self.k, self.count = int(k), 0
+        rows, cols, typ = like.size()[1], like.size()[0], like.type()
+        depth, cn = split_type(typ)
+        values = list(initial) if isinstance(initial, (tuple, list)) else [initial] * cn
+        if len(values) < cn or not all(isinstance(v, numbers.Real) for v in values):
+            raise cv_error("DelayBuffer", f"initial must be a number or {cn} numbers, got {initial!r}", StsBadArg)
+        # uploaded, not setTo: memory holding a fill is read as that constant by fused kernels,
+        # and a captured graph would keep the constant after the slot changes
+        start = np.empty((rows, cols, cn), DEPTH_DTYPE[depth])
+        start[...] = values[:cn]
+        self.slots = []
+        for _ in range(self.k + 1):
+            slot = GpuMat()
+            slot.upload(start if cn > 1 else start[:, :, 0])
+            self.slots.append(slot)
+        self.size, self.type = like.size(), typ
+
+    @property
+    def phase(self):
+        """Which slot the next push writes (0 .. k)."""
+        return self.count % (self.k + 1)
+
+    def push(self, stat):
+        """Store ``stat`` (a GpuMat of the buffer's size and type) as this frame's; returns the
+        slot holding the statistic of k pushes ago (the initial value until k were pushed). The
+        returned GpuMat is that slot: it keeps its value until the push k + 1 frames later."""
+        if not isinstance(stat, GpuMat):
+            raise cv_error("DelayBuffer::push", f"expected a GpuMat, got {type(stat).__name__}", StsBadArg)
+        if stat.size() != self.size or stat.type() != self.type:
+            raise cv_error("DelayBuffer::push", f"expected a {self.size[0]}x{self.size[1]} GpuMat of type "
+                                                f"{self.type}, got {stat.size()[0]}x{stat.size()[1]} of type "
+                                                f"{stat.type()}", StsUnmatchedFormats)
+        n = self.k + 1
+        stat.copyTo(self.slots[self.count % n])
+        self.count += 1
+        if PUSH_LOG is not None:
+            PUSH_LOG.append(self)
+        return self.slots[self.count % n] if self.k else self.slots[(self.count - 1) % n]
