@@ -176,7 +176,11 @@ class DelayBuffer:
                                                 f"{self.type}, got {stat.size()[0]}x{stat.size()[1]} of type "
                                                 f"{stat.type()}", StsUnmatchedFormats)
         n = self.k + 1
-        stat.copyTo(self.slots[self.count % n])
+        slot = self.slots[self.count % n]
+        stat.copyTo(slot)
+        # the write goes on the statistic's stream (copyTo names none): inside a StreamedLoop,
+        # the compute stream, not the default stream every blocking stream would wait for
+        slot._stream = stat._stream if stat._stream is not None else streams.RECORD_ON
         self.count += 1
         if PUSH_LOG is not None:
             PUSH_LOG.append(self)

@@ -194,6 +194,13 @@ def copying(stream, buf):
         CURRENT = outer
 
 
+def claim(buf):
+    """A fresh pooled ``buf`` about to be written on the current stream outside a launch (a
+    staging copy): after its storage's last use on another stream."""
+    if ACTIVE:
+        enter(CURRENT, (buf,), "copy")
+
+
 def record(stream, timing=True):
     """An event after everything launched so far on ``stream`` (a facade Stream or None)."""
     return STATE.backend.record_event(native(key(stream)), timing=timing)

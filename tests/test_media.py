@@ -149,6 +149,19 @@ def test_the_delay_is_exactly_k_frames(rng, k):
         np.testing.assert_allclose(out.astype(int), ref.astype(int), atol=1, err_msg=f"frame {n}")
 
 
+def test_a_delay_buffer_in_the_streamed_loop_stays_on_the_compute_stream(rng):
+    frames = [rand_image(rng, 4, 5, 1, np.uint8) for _ in range(5)]
+    like = cv2.cuda.calcSum(upload(frames[0]))
+    want = [gain_step(upload(f), d).download() for d in [lazycv.DelayBuffer(2, like, 1.0)] for f in frames]
+    delay = lazycv.DelayBuffer(2, like, 1.0)
+    loop = lazycv.StreamedLoop(frames, lambda g: gain_step(g, delay), depth=2, copy=True)
+    with lazycv.trace_streams() as trace:
+        got = [out for _, out in loop]
+    assert {t[1] for t in trace if t[0] == "launch"} == {loop.compute_stream._label()}
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_delay_buffer_slots_hold_each_frames_statistic_and_the_initial_value(rng):
     like = cv2.cuda.calcSum(upload(rand_image(rng, 2, 2, 3, np.uint8)))     # 1x1 CV_64FC3
     delay = lazycv.DelayBuffer(3, like, initial=(1.0, 2.0, 3.0))

@@ -32,6 +32,7 @@ def host_to_device(buf, y0, c0, rows2d, stream=None):
             be.order(None, s)         # earlier kernels may still read what the copy overwrites
         if not be.upload(buf, y0, c0, rows2d, s):
             tmp = be.alloc(rows2d.shape[0], rows2d.shape[1], rows2d.dtype)
+            streams.claim(tmp)        # (pooled: another stream may still use its storage)
             be.upload(tmp, 0, 0, rows2d, s)
             if foreign:
                 be.order(s, None)
