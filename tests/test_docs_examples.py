@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["layer1-opencv.md", "layer2-compose.md", "layer3-ops.md"]
+PAGES = ["quickstart.md", "layer1-opencv.md", "layer2-compose.md", "layer3-ops.md"]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
@@ -50,3 +50,13 @@ def test_readme_example_runs_as_written(tmp_path, monkeypatch, capsys):
            - np.float32([0.485, 0.456, 0.406])) / np.float32([0.229, 0.224, 0.225])
     for c, plane in enumerate(ns["chw"]):
         np.testing.assert_allclose(plane, ref[..., c], rtol=1e-5, atol=1e-5)
+
+
+def test_op_table_is_generated_from_the_current_code():
+    """docs/op-table.md is what docs/gen_ops.py writes now (run it after adding an op)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gen_ops", ROOT / "docs" / "gen_ops.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    committed = (ROOT / "docs" / "op-table.md").read_text()
+    assert committed == gen.op_table(), "docs/op-table.md is stale: run python docs/gen_ops.py"

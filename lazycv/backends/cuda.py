@@ -164,7 +164,16 @@ class CudaBackend(Backend):
 
     def kernel_frame(self, params, row_lines, lines):
         return _FRAME.format(opts=self._jit_options(), params=", ".join(params), px=PIXELS_PER_THREAD,
-                             body=self.indent(self._pixels(row_lines, lines), 8))
+                             body=self.indent(self._quiet(self._pixels(row_lines, lines)), 8))
+
+    def _quiet(self, lines):
+        """The simulator runs the body as numpy scalar code, which warns where the GPU silently
+        gives inf or NaN (a float divided by zero, a float32 cast of a large double): the body
+        runs under np.errstate(all="ignore") there, in each simulated thread (numpy's error
+        state is per thread), with the GPU's results and no RuntimeWarnings."""
+        if not self.simulator:
+            return lines
+        return ['with np.errstate(all="ignore"):'] + ["    " + ln for ln in lines]
 
     def batched_frame(self, params, branches):
         """One thread per pixel of every item; each item's kind selects its branch."""
@@ -178,7 +187,7 @@ class CudaBackend(Backend):
                 out.append(("if" if j == 0 else "elif") + f" TI[b, 2] == {j}:")
                 out += ["    " + ln for ln in pre + lines]
         return _BATCHED.format(opts=opts, params=", ".join(params), px=PIXELS_PER_THREAD,
-                               branches=self.indent(out, 8))
+                               branches=self.indent(self._quiet(out), 8))
 
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None, tables=None):
         bx, by, _ = BLOCK
