@@ -31,7 +31,7 @@ PUSH_LOG = None          # a list while a graph is captured: the DelayBuffers pu
 class _Slot:
     """One frame in flight: its host and device buffers and the events between the stages."""
     __slots__ = ("index", "pinned_in", "device_in", "pinned_out", "uploaded", "computed", "downloaded",
-                 "single")
+                 "single", "results")
 
     def __init__(self):
         self.index = None
@@ -41,6 +41,7 @@ class _Slot:
         self.uploaded, self.computed, self.downloaded = Event(Event.DISABLE_TIMING), Event(
             Event.DISABLE_TIMING), Event(Event.DISABLE_TIMING)
         self.single = True
+        self.results = ()         # fn's GpuMats, kept until downloaded (see _deliver)
 
 
 class StreamedLoop:
@@ -118,9 +119,13 @@ class StreamedLoop:
             host_out.create(m.size()[1], m.size()[0], m.type())
             m.download(host_out, down)
         slot.downloaded.record(down)
+        slot.results = outs
 
     def _deliver(self, slot):
         slot.downloaded.waitForCompletion()
+        # only now may the results' device memory go back to the pool: a later frame's kernel
+        # writing it earlier would have to wait for this download (streams.py orders reuse)
+        slot.results = ()
         outs = [h.createMatHeader() for h in slot.pinned_out]
         if self.copy:
             outs = [o.copy() for o in outs]

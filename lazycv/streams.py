@@ -37,7 +37,8 @@ CURRENT = None        # the facade Stream the launch in progress goes on (None: 
 RECORD_ON = None      # the stream results are recorded on when a call names none (on_stream)
 TAPE = None           # a list while a graph is captured (lazycv.graphs): every launch and copy
 TRACE = None          # a list while tracing(): (what, stream name, streams it waited for)
-_LAST = {}            # buffer address -> (facade stream or None, backend event) of its last use
+_LAST = {}            # buffer address -> (facade stream or None, backend event, number) of its last use
+_NUMBER = [0]         # launches and copies numbered in issue order (what a host wait covers)
 _PRUNE_AT = 4096
 
 
@@ -149,7 +150,7 @@ def enter(stream, bufs, what):
     for b in bufs:
         addr = _address(b)
         last = _LAST.get(addr) if addr is not None else None
-        if last is not None and last[0] is not stream:
+        if last is not None and last[0] is not stream:     # (a use the host waited for is gone: done)
             be.wait_event(handle, last[1])
             waited.append(name(last[0]))
     if TRACE is not None:
@@ -161,14 +162,29 @@ def leave(stream, bufs):
     """After a launch or copy on ``stream``: it is each buffer's last use."""
     be = STATE.backend
     ev = be.record_event(native(stream), timing=False)
+    _NUMBER[0] += 1
+    use = (stream, ev, _NUMBER[0])
     for b in bufs:
         addr = _address(b)
         if addr is not None:
-            _LAST[addr] = (stream, ev)
+            _LAST[addr] = use
     if len(_LAST) > _PRUNE_AT:
-        for addr, (_, e) in list(_LAST.items()):
+        for addr, (_, e, _n) in list(_LAST.items()):
             if be.event_done(e):
                 del _LAST[addr]
+
+
+def mark(stream):
+    """(stream, number) of the point after everything issued so far on ``stream``."""
+    return key(stream), _NUMBER[0]
+
+
+def waited(point):
+    """The host waited for ``point`` (``mark``'s): the uses it covers need no device wait."""
+    stream, number = point
+    for addr, (s, _, n) in list(_LAST.items()):
+        if s is stream and n <= number:
+            del _LAST[addr]
 
 
 @contextlib.contextmanager
@@ -216,6 +232,7 @@ def wait(stream, event):
 def synchronize(stream):
     """The host waits for what ``stream`` holds (the default stream for None)."""
     STATE.backend.synchronize(native(key(stream)))
+    waited(mark(stream))
 
 
 @contextlib.contextmanager

@@ -63,7 +63,7 @@ class Stream:
         """Launch pending work and wait for what this stream holds."""
         runtime.flush()
         be = runtime.backend()
-        be.synchronize(streams.native(streams.key(self)))
+        streams.synchronize(self)
         if self._foreign is not None:   # its own queue (lazycv's launches for its calls: synced above)
             be.synchronize(self._handle())
 
@@ -116,12 +116,12 @@ class Event:
     everything queued on ``stream`` so far; ``waitForCompletion`` waits for it on the host,
     ``Stream.waitEvent`` makes another stream wait for it."""
     DEFAULT, BLOCKING_SYNC, DISABLE_TIMING, INTERPROCESS = 0, 1, 2, 4
-    __slots__ = ("_flags", "_event", "__weakref__")
+    __slots__ = ("_flags", "_event", "_point", "__weakref__")
 
     def __init__(self, flags=0):
         if isinstance(flags, bool) or not isinstance(flags, int):
             raise cv_error("Event", f"flags must be a cv2.cuda.Event_* constant, got {flags!r}", StsBadArg)
-        self._flags, self._event = flags, None
+        self._flags, self._event, self._point = flags, None, None
 
     def record(self, stream=None):
         if stream is not None and not isinstance(stream, Stream):
@@ -129,11 +129,13 @@ class Event:
         with STATE.lock:
             runtime.flush()
             self._event = streams.record(stream, timing=not self._flags & Event.DISABLE_TIMING)
+            self._point = streams.mark(stream)
 
     def waitForCompletion(self):
         with STATE.lock:
             if self._event is not None:
                 runtime.backend().event_synchronize(self._event)
+                streams.waited(self._point)
 
     def queryIfComplete(self):
         """True when the work before the recorded point is done (an event never recorded is)."""
