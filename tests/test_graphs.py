@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lazycv
-from .conftest import rand_image, upload
+from .conftest import BACKEND, rand_image, upload
 
 
 def two_phases(frame, gain):
@@ -98,3 +98,16 @@ def test_graphs_reject_what_cannot_be_replayed(rng):
         lazycv.capture(lambda f: 3)(upload(np.zeros((2, 2), np.uint8)))
     with pytest.raises(cv2.error, match="input 0"):
         lazycv.capture(lambda f: f)("frame")
+
+
+@pytest.mark.skipif(BACKEND != "cuda", reason="CUDA Graphs need the cuda backend")
+def test_on_cuda_a_graph_without_reductions_replays_as_one_cuda_graph(rng):
+    graph = lazycv.capture(two_phases)
+    frame = rand_image(rng, 9, 11, 3, np.uint8)
+    graph(upload(frame), 1.0)
+    tape = next(iter(graph.tapes.values()))
+    assert tape.native is not None, "the CUDA Graph capture failed (replays go launch by launch)"
+    for n in range(3):
+        frame = rand_image(rng, 9, 11, 3, np.uint8)
+        for p, q in zip([p.download() for p in graph(upload(frame), 1.5 + n)], run_plain(frame, 1.5 + n)):
+            np.testing.assert_array_equal(p, q)
