@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 
+from . import diskcache
 from ._types import DEPTH_DTYPE, is_float
 from .backends.base import Backend
 from .ir import resolved
@@ -492,11 +493,16 @@ def _load(source, target, injected=None):
     name = f"lazycv_{target.replace('-', '_')}_{digest}"
     path = os.path.join(cache_dir(), name + ".py")
     from_disk = os.path.exists(path) and _compiled_on_disk(path)
-    if not os.path.exists(path):
+    # a file that is not exactly this source (truncated, corrupt) is written again: its new
+    # timestamp makes Numba's index stale, so the kernel compiles (lazycv/diskcache.py)
+    if diskcache.source_matches(path, source):
+        diskcache.touch(path)
+    else:
         tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w") as f:
+        with open(tmp, "w", encoding="utf-8") as f:
             f.write(source)
         os.replace(tmp, path)
+        diskcache.written(os.path.dirname(path))
     mod = sys.modules.get(name)
     if mod is None:
         spec = importlib.util.spec_from_file_location(name, path)

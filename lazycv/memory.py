@@ -6,15 +6,53 @@ the same size recur every frame, so buffers are recycled: each buffer handed out
 view of pooled storage, and the storage returns to the pool when that view is garbage. A buffer
 whose address was handed to foreign code (``pin``) is never recycled.
 """
+import os
+import threading
+import time
 import weakref
 
 import numpy as np
 
+from .errors import StsNoMem, cv_error
+
+IDLE_SECONDS = 10.0          # idle storage unused this long is let go (LAZYCV_POOL_IDLE_S)
+FREE_FRACTION = 8            # default cap: an eighth of the memory free when the pool starts
+MIN_CAP = 64 << 20
+
+
+def pool_cap(env_name, ceiling_mb, free_bytes):
+    """The idle-bytes cap of a pool: ``$env_name`` MB when set, else an eighth of the memory
+    free now (``free_bytes()``, None when unknown), at most ``ceiling_mb``, at least 64 MB. A
+    service running beside other work keeps at most that much idle, never a fixed GiB."""
+    env = os.environ.get(env_name)
+    if env:
+        return int(env) << 20
+    ceiling = ceiling_mb << 20
+    try:
+        free = free_bytes()
+    except Exception:             # (a device that cannot say: the ceiling)
+        free = None
+    if not free:
+        return ceiling
+    return max(MIN_CAP, min(ceiling, free // FREE_FRACTION))
+
+
+def host_free_bytes():
+    page = os.sysconf("SC_PAGE_SIZE")
+    return page * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def _out_of_memory(e):
+    """A failed allocation: numpy's MemoryError or the CUDA driver's out-of-memory error."""
+    return isinstance(e, MemoryError) or "OUT_OF_MEMORY" in str(e).upper()
+
 
 class BufferPool:
-    """Free lists keyed by (shape, dtype), bounded by ``cap_bytes`` of idle storage."""
+    """Free lists keyed by (shape, dtype), bounded by ``cap_bytes`` of idle storage; the least
+    recently returned storage goes first when the cap is reached, and any left idle for
+    ``idle_seconds`` goes within the next 64 allocations (sizes that stop recurring are let go)."""
 
-    def __init__(self, new_storage, view_of, cap_bytes, items_of=None, lifetime_of=None):
+    def __init__(self, new_storage, view_of, cap_bytes, items_of=None, lifetime_of=None, idle_seconds=None):
         """``items_of(storage, n, slab)``, when given, builds a slab's item views that keep the
         slab's lifetime object alive (then one finalizer on it suffices); by default items are
         ``storage[b]`` and each gets its own finalizer. ``lifetime_of(view)`` is the object
@@ -22,21 +60,66 @@ class BufferPool:
         self._new, self._view, self.cap = new_storage, view_of, cap_bytes
         self._items = items_of
         self._lifetime = lifetime_of or (lambda view: view)
+        self.idle_seconds = float(os.environ.get("LAZYCV_POOL_IDLE_S", IDLE_SECONDS)) \
+            if idle_seconds is None else idle_seconds
         self._free = {}
         self._idle_bytes = 0
         self._finalizers = {}
+        self._lock = threading.Lock()          # (eviction; the hot path needs none)
+        self._allocs = 0
+
+    def _evict(self):
+        """Let the least recently returned storage go while over the cap (lock held)."""
+        free = self._free
+        while self._idle_bytes > self.cap and free:
+            self._drop(min(free, key=lambda k: free[k][0][1] if free[k] else 0))
+
+    def _drop(self, key):
+        """Let the oldest idle storage of ``key`` go (lock held)."""
+        lst = self._free.get(key)
+        try:
+            storage, _ = lst.pop(0)
+            self._idle_bytes -= storage.nbytes
+        except (IndexError, AttributeError):    # another thread took the last one
+            pass
+        if not lst:
+            self._free.pop(key, None)
+
+    def _trim_idle(self):
+        """Let storage idle longer than ``idle_seconds`` go (lock held)."""
+        oldest = time.monotonic() - self.idle_seconds
+        for key, lst in list(self._free.items()):
+            while lst and lst[0][1] < oldest:
+                self._drop(key)
 
     def _take(self, key, shape, dtype):
         """Idle storage of this key, or new storage."""
+        self._allocs += 1
+        if not self._allocs & 63:               # (every 64 allocations: a scan of the sizes)
+            with self._lock:
+                self._trim_idle()
         lst = self._free.get(key)
         if lst:
             try:
-                storage = lst.pop()
+                storage, _ = lst.pop()
                 self._idle_bytes -= storage.nbytes
                 return storage
-            except IndexError:              # another thread took the last one
+            except IndexError:                 # another thread took the last one
                 pass
-        return self._new(shape, dtype)
+        try:
+            return self._new(shape, dtype)
+        except Exception as e:
+            if not _out_of_memory(e):
+                raise
+        self.clear()                           # the idle storage may be what is missing
+        try:
+            return self._new(shape, dtype)
+        except Exception as e:
+            if not _out_of_memory(e):
+                raise
+            nbytes = int(np.prod(shape)) * dtype.itemsize
+            raise cv_error("GpuMat::allocate", f"out of memory allocating {nbytes / 2 ** 20:.1f} MiB "
+                                               f"({shape}, {dtype})", StsNoMem) from None
 
     def alloc(self, shape, dtype):
         key = (shape, dtype.str)
@@ -76,11 +159,19 @@ class BufferPool:
         return slab, items
 
     def _release(self, key, storage, ident):
+        """``storage``'s last view died (a weakref callback: any thread, even inside a garbage
+        collection during an allocation, so no lock): filed as the most recent return; past
+        the cap the least recent ones go."""
         self._finalizers.pop(ident, None)
-        if self._idle_bytes + storage.nbytes > self.cap:
-            return                       # let it go: the pool is full
-        self._free.setdefault(key, []).append(storage)
+        if storage.nbytes > self.cap:
+            return
+        self._free.setdefault(key, []).append((storage, time.monotonic()))
         self._idle_bytes += storage.nbytes
+        if self._idle_bytes > self.cap and self._lock.acquire(blocking=False):
+            try:
+                self._evict()
+            finally:
+                self._lock.release()
 
     def pin(self, buf):
         """Never recycle ``buf``'s storage (its address escaped to foreign code): dropping its
@@ -88,11 +179,19 @@ class BufferPool:
         self._finalizers.pop(id(self._lifetime(buf)), None)
 
     def clear(self):
-        self._free.clear()
-        self._idle_bytes = 0
+        with self._lock:
+            self._free.clear()
+            self._idle_bytes = 0
+
+    def trim(self):
+        """Let go now of what is over the cap or idle too long."""
+        with self._lock:
+            self._evict()
+            self._trim_idle()
 
     @property
     def idle_bytes(self):
+        self.trim()
         return self._idle_bytes
 
 

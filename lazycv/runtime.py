@@ -18,16 +18,18 @@ import contextlib
 import os
 import sys
 import threading
+import warnings
 import weakref
 
+import cv2
 import numpy as np
 
 from . import backends, codegen, ir, planner
 from ._types import DEPTH_DTYPE
-from .errors import StsNoMem, cv_error
+from .errors import PerformanceWarning, StsNoMem, cv_error
 from .ir import Allocation, Source, source_bufs
 from .log import debug_level, debugging, logger, nvtx_range  # noqa: F401  (debug_level: ops use it)
-from .memory import host_pool
+from .memory import host_free_bytes, host_pool, pool_cap
 from .plancache import Graph, PlanCache
 
 # what each counts: docs/observability.md
@@ -53,7 +55,7 @@ class State:
         self.caches = {}
         self.plans = PlanCache()
         # arrays download() hands out: recycled warm memory (memory.host_pool)
-        self.host_arrays = host_pool(int(os.environ.get("LAZYCV_HOST_POOL_MB", 1024)) << 20, exposed=True)
+        self.host_arrays = host_pool(pool_cap("LAZYCV_HOST_POOL_MB", 1024, host_free_bytes), exposed=True)
         self.since_flush = 0                 # calls recorded since the last flush ...
         self.counted = 0                     # ... of which stats["ops_recorded"] holds these
         # buffers exported to / owned by foreign code, by id; weak values, so a recycled id of a
@@ -341,10 +343,17 @@ def _flush(requested):
         else:
             with capturing() as launches:
                 kernels, phases = execute(sinks, plan)
-    except BaseException:
-        _forget(sinks)
-        STATE.computed.clear()
-        raise
+    except BaseException as e:
+        try:
+            if not _kernel_fault(e):
+                raise
+            _run_unfused(sinks, e)
+        except BaseException:
+            _forget(sinks)
+            STATE.computed.clear()
+            raise
+        _let_go_of_history()
+        return
     _let_go_of_history()
     if replay is None:
         STATE.plans.remember(key, rec, mats, sinks, kernels, phases)
@@ -420,6 +429,25 @@ def _let_go_of_history():
     STATE.computed.clear()
     if len(ir.READERS) > ir._SWEEP_AT[0]:
         ir.sweep_readers()
+
+
+def _kernel_fault(e):
+    """A fused kernel that failed to build or launch (Numba's compile, the driver's launch, a
+    broken generated module); not the user's data (cv2.error), memory, or an interrupt."""
+    return STATE.fuse and isinstance(e, Exception) and not isinstance(e, (cv2.error, MemoryError))
+
+
+def _run_unfused(sinks, error):
+    """The rest of a flush whose fused kernel failed, one kernel per op (what fuse=False runs):
+    a correct answer, with a PerformanceWarning naming the failure."""
+    warnings.warn(f"lazycv: a fused kernel failed ({type(error).__name__}: {str(error)[:300]}); "
+                  "this flush ran one kernel per op instead", PerformanceWarning, stacklevel=4)
+    STATE.stats["fallbacks"] += 1
+
+    def plan(values, by_node):
+        kernels = planner.plan(values, False)
+        return kernels, launch_plan(kernels, by_node, fuse=False)
+    execute([m for m in sinks if m._node is not None], plan)
 
 
 def _forget(sinks):

@@ -276,3 +276,220 @@ def test_random_chain(case):
     with lazycv.enabled(backend=BACKEND, fuse=True):
         for _ in range(2):
             assert_fused_equals_eager(run(src2), eager2)
+
+
+# ---------------------------------------------------------------- random graphs over the whole surface
+#
+# Several chains recorded before one flush, each from its own image of any of the seven depths,
+# through every op family (arithmetic with scalars, images and masks; threshold, compare,
+# inRange, bitwise; math; colour spaces; box and Gaussian filters; resize, flip, warpAffine;
+# convertTo; normalize; crops; split/merge), writing through dst=, in place and into an ROI of a
+# larger GpuMat, a second operand sometimes an earlier mat of the chain (a DAG). The property:
+# the fused run equals the eager run (fuse=False, one kernel per op). Ops are drawn blind to
+# the current type and adapted to it where a choice exists (a colour code for the channel
+# count); a call the current type does not support raises cv2.error at the call and is skipped
+# — identically in both runs. CI runs FUZZ_EXAMPLES derandomized graphs; LAZYCV_FUZZ_LONG=N
+# runs N random ones (docs/reliability.md records a long run).
+
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+
+from lazycv.ops.common import API  # noqa: E402
+
+ALL_DEPTHS = {cv2.CV_8U: np.uint8, cv2.CV_8S: np.int8, cv2.CV_16U: np.uint16, cv2.CV_16S: np.int16,
+              cv2.CV_32S: np.int32, cv2.CV_32F: np.float32, cv2.CV_64F: np.float64}
+LONG = int(os.environ.get("LAZYCV_FUZZ_LONG", "0") or 0)
+FUZZ_EXAMPLES = LONG or (12 if not SIM else 3)
+FUZZ_STATS = {"graphs": 0, "ops": 0, "skipped": 0, "by_op": {}, "seconds": 0.0}
+GRAPH_CODES = {
+    1: [cv2.COLOR_GRAY2BGR, cv2.COLOR_GRAY2BGRA],
+    3: [cv2.COLOR_BGR2HSV, cv2.COLOR_BGR2HLS, cv2.COLOR_BGR2Lab, cv2.COLOR_BGR2Luv, cv2.COLOR_BGR2YCrCb,
+        cv2.COLOR_BGR2XYZ, cv2.COLOR_BGR2YUV, cv2.COLOR_BGR2GRAY, cv2.COLOR_BGR2RGB, cv2.COLOR_BGR2BGRA,
+        cv2.COLOR_HSV2BGR, cv2.COLOR_Lab2BGR],
+    4: [cv2.COLOR_BGRA2BGR, cv2.COLOR_BGRA2GRAY, cv2.COLOR_RGBA2BGR, cv2.COLOR_BGRA2RGBA],
+}
+SCALAR_FNS = ["add", "subtract", "multiply", "divide", "absdiff", "min", "max"]
+BINARY_FNS = ["add", "subtract", "multiply", "divide", "absdiff", "min", "max", "bitwise_and", "bitwise_or",
+              "bitwise_xor", "addWeighted", "compare"]
+WRITE_FNS = ["add", "subtract", "multiply", "absdiff"]
+small = st.floats(-300, 300, **finite)
+frac = st.floats(0, 1, **finite)
+
+graph_ops = st.one_of(
+    st.tuples(st.just("scalar"), st.sampled_from(SCALAR_FNS), st.tuples(small, small, small, small)),
+    st.tuples(st.just("binary"), st.sampled_from(BINARY_FNS), st.integers(0, 2 ** 32 - 1), st.booleans()),
+    st.tuples(st.just("masked"), st.sampled_from(["add", "subtract"]), small, st.integers(0, 2 ** 32 - 1)),
+    st.tuples(st.just("threshold"), small, small, st.integers(0, 4)),
+    st.tuples(st.just("compare"), st.integers(0, 5), small),
+    st.tuples(st.just("inrange"), small, small),
+    st.tuples(st.just("not"),),
+    st.tuples(st.just("math"), st.sampled_from(["sqrt", "exp", "log", "abs", "sqr"])),
+    st.tuples(st.just("pow"), st.sampled_from([0.5, 2.0, 3.0, -1.0])),
+    st.tuples(st.just("cvt"), st.integers(0, 11)),
+    st.tuples(st.just("filter"), st.sampled_from(["box", "gaussian"]), st.sampled_from([3, 5])),
+    st.tuples(st.just("resize"), st.sampled_from([cv2.INTER_NEAREST, cv2.INTER_LINEAR, cv2.INTER_AREA]),
+              st.integers(1, 16), st.integers(1, 16)),
+    st.tuples(st.just("flip"), st.sampled_from([-1, 0, 1])),
+    st.tuples(st.just("warp"), st.floats(-180, 180, **finite), st.sampled_from([cv2.INTER_NEAREST, cv2.INTER_LINEAR])),
+    st.tuples(st.just("convert"), st.sampled_from(list(ALL_DEPTHS)), st.floats(-4, 4, **finite), small),
+    st.tuples(st.just("normalize"), st.sampled_from([cv2.NORM_MINMAX, cv2.NORM_L1, cv2.NORM_L2, cv2.NORM_INF]),
+              st.sampled_from([cv2.CV_8U, cv2.CV_32F, -1])),
+    st.tuples(st.just("crop"), frac, frac, frac, frac),
+    st.tuples(st.just("splitmerge"), st.permutations(range(4))),
+    st.tuples(st.just("dst"), st.sampled_from(WRITE_FNS), small),
+    st.tuples(st.just("inplace"), st.sampled_from(WRITE_FNS), small),
+    st.tuples(st.just("roi"), st.sampled_from(WRITE_FNS), small, small),
+)
+
+
+@st.composite
+def graphs(draw):
+    chains = []
+    for _ in range(draw(st.integers(1, 3))):
+        chains.append((draw(st.integers(1, 12)), draw(st.integers(1, 12)), draw(st.sampled_from(list(ALL_DEPTHS))),
+                       draw(st.sampled_from([1, 3, 4])), draw(st.integers(0, 2 ** 32 - 1)),
+                       draw(st.lists(graph_ops, min_size=1, max_size=5))))
+    return chains
+
+
+def _like(m, seed):
+    """A random GpuMat of ``m``'s size and type."""
+    w, h = m.size()
+    return _upload(rand_image(np.random.default_rng(seed), h, w, m.channels(), ALL_DEPTHS[m.depth()]))
+
+
+def _upload(a):
+    g = cv2.cuda_GpuMat()
+    g.upload(np.ascontiguousarray(a))
+    return g
+
+
+def _apply(op, m, earlier):
+    """``op`` on GpuMat ``m``: the resulting GpuMat (raises cv2.error where m's type does not
+    fit the op)."""
+    kind, cuda = op[0], cv2.cuda
+    w, h = m.size()
+    cn = m.channels()
+    if kind == "scalar":
+        s = op[2] if op[1] != "multiply" else tuple(v / 100 for v in op[2])
+        return getattr(cuda, op[1])(m, s[:cn] if cn < 4 else s)
+    if kind == "binary":
+        other = next((e for e in reversed(earlier) if op[3] and e is not m and e.size() == m.size()
+                      and e.type() == m.type()), None) or _like(m, op[2])
+        if op[1] == "addWeighted":
+            return cuda.addWeighted(m, 0.5, other, -1.25, 3.0)
+        if op[1] == "compare":
+            return cuda.compare(m, other, op[2] % 6)
+        return getattr(cuda, op[1])(m, other)
+    if kind == "masked":
+        mask = _upload((np.random.default_rng(op[3]).random((h, w)) < 0.5).astype(np.uint8))
+        return getattr(cuda, op[1])(m, (op[2],) * 4, mask=mask)
+    if kind == "threshold":
+        return cuda.threshold(m, op[1], op[2], op[3])[1]
+    if kind == "compare":
+        return cuda.compare(m, (op[2],) * 4, op[1])
+    if kind == "inrange":
+        return cuda.inRange(m, (min(op[1], op[2]),) * cn, (max(op[1], op[2]),) * cn)
+    if kind == "not":
+        return cuda.bitwise_not(m)
+    if kind == "math":
+        return getattr(cuda, op[1])(m)
+    if kind == "pow":
+        return cuda.pow(m, op[1])
+    if kind == "cvt":
+        codes = GRAPH_CODES[cn] if cn in GRAPH_CODES else None
+        if not codes:
+            raise cv2.error("no colour code for this channel count")
+        return cuda.cvtColor(m, codes[op[1] % len(codes)])
+    if kind == "filter":
+        t = m.type()
+        f = cuda.createBoxFilter(t, t, (op[2], op[2])) if op[1] == "box" else \
+            cuda.createGaussianFilter(t, t, (op[2], op[2]), 1.2)
+        return f.apply(m)
+    if kind == "resize":
+        return cuda.resize(m, (op[2], op[3]), interpolation=op[1])
+    if kind == "flip":
+        return cuda.flip(m, op[1])
+    if kind == "warp":
+        M = cv2.getRotationMatrix2D((w / 2, h / 2), op[1], 1.1)
+        return cuda.warpAffine(m, M, (w, h), flags=op[2])
+    if kind == "convert":
+        return m.convertTo(op[1], alpha=op[2], beta=op[3])
+    if kind == "normalize":
+        return cuda.normalize(m, 1.0 if op[1] != cv2.NORM_MINMAX else 0.0, 200.0, op[1], op[2])
+    if kind == "crop":
+        x, y = int(op[1] * (w - 1)), int(op[2] * (h - 1))
+        return cv2.cuda_GpuMat(m, (x, y, max(1, int(op[3] * (w - x))), max(1, int(op[4] * (h - y)))))
+    if kind == "splitmerge":
+        planes = cuda.split(m)
+        order = [i for i in op[1] if i < cn]
+        return cuda.merge([planes[i] for i in order], cv2.cuda_GpuMat())
+    if kind == "dst":
+        out = cv2.cuda_GpuMat(h, w, m.type())
+        getattr(cuda, op[1])(m, (op[2],) * 4, dst=out)
+        return out
+    if kind == "inplace":
+        getattr(cuda, op[1])(m, (op[2],) * 4, dst=m)
+        return m
+    # roi: the result written into the middle of a larger GpuMat, which goes on
+    big = cv2.cuda_GpuMat(h + 2, w + 3, m.type())
+    big.setTo((op[3],) * 4)
+    roi = cv2.cuda_GpuMat(big, (1, 1, w, h))
+    getattr(cuda, op[1])(m, (op[2],) * 4, dst=roi)
+    return big
+
+
+def run_graph(chains, stats=None):
+    """Record every chain, then download every result (the first download flushes them all)."""
+    made, ends = [], []
+    try:
+        for rows, cols, depth, cn, seed, ops in chains:
+            m = _upload(rand_image(np.random.default_rng(seed), rows, cols, cn, ALL_DEPTHS[depth]))
+            earlier = [m]
+            for op in ops:
+                try:
+                    m = _apply(op, m, earlier)
+                except cv2.error:
+                    if stats is not None:
+                        stats["skipped"] += 1
+                    continue
+                if stats is not None:
+                    stats["ops"] += 1
+                    stats["by_op"][op[0]] = stats["by_op"].get(op[0], 0) + 1
+                earlier.append(m)
+            made += earlier
+            ends.append(m)
+        return [e.download() for e in ends]
+    finally:
+        for g in made:
+            g.release()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fuzz_report():
+    """LAZYCV_FUZZ_REPORT=path: what the random graphs exercised, as JSON, after the module."""
+    yield
+    path = os.environ.get("LAZYCV_FUZZ_REPORT")
+    if path:
+        with open(path, "w") as f:
+            json.dump(FUZZ_STATS, f, indent=1, sort_keys=True)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=not LONG, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(graphs())
+def test_random_graph_fused_equals_eager(chains):
+    t0 = time.perf_counter()
+    with lazycv.enabled(backend=BACKEND, fuse=False):
+        eager = run_graph(chains)
+    with lazycv.enabled(backend=BACKEND, fuse=True):
+        fused = run_graph(chains, FUZZ_STATS)
+    assert_fused_equals_eager(fused, eager)
+    FUZZ_STATS["graphs"] += 1
+    FUZZ_STATS["seconds"] += time.perf_counter() - t0
+    if LONG and FUZZ_STATS["graphs"] % 100 == 0:
+        print(f"fuzz: {FUZZ_STATS}", flush=True)

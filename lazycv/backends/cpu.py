@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..codegen import assigned, names, split_column_invariant
-from ..memory import host_pool
+from ..memory import host_free_bytes, host_pool, pool_cap
 from .base import Backend
 
 # Each kernel twice: ``kernel`` with its arrays marked noalias (vectorisable) and
@@ -190,7 +190,7 @@ class CpuBackend(Backend):
         self.threads = max(1, int(os.environ.get("LAZYCV_CPU_THREADS", 0)) or (os.cpu_count() or 1))
         self._pool = None
         self._roles = {}            # kernel module -> (source positions, output positions)
-        self.buffers = host_pool(int(os.environ.get("LAZYCV_POOL_MB", 1024)) << 20)
+        self.buffers = host_pool(pool_cap("LAZYCV_POOL_MB", 1024, host_free_bytes))
 
     def launch(self, compiled, H, W, args, stream=None):
         if H <= 0 or W <= 0:

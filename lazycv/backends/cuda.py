@@ -8,7 +8,7 @@ import struct
 import numpy as np
 
 from ..codegen import assigned
-from ..memory import BufferPool
+from ..memory import BufferPool, pool_cap
 from . import cubins
 from .base import Backend
 
@@ -103,7 +103,8 @@ class CudaBackend(Backend):
             self._tables = _TableStaging(cuda, driver)
         self.buffers = BufferPool(lambda shape, dt: cuda.device_array(shape, dt),
                                   (lambda st: st.view(st.dtype)) if simulator else _fresh_view,
-                                  int(os.environ.get("LAZYCV_POOL_MB", 4096)) << 20,
+                                  pool_cap("LAZYCV_POOL_MB", 4096,
+                                           lambda: cuda.current_context().get_memory_info()[0]),
                                   None if simulator else self._slab_items,
                                   # a slab item's storage is its slab's (pin one: pin the slab)
                                   None if simulator else _slab_or_self)

@@ -15,6 +15,7 @@ OpenCV's rules, which the CPU reference confirms:
   its minimum (cvRound's INT_MIN), as the CPU reference does.
 """
 import functools
+import inspect
 import numbers
 
 import cv2
@@ -34,6 +35,7 @@ _FORMULA = {
     "sub": "{a} - {b}",
     "mul": "{a} * {b}",
     "mul_scaled": "{s} * {a} * {b}",
+    "mul_scaled_product": "{a} * {b} * {s}",
     "div_int": "({a} * {s} / {b}) if {b} != 0 else {zero}",
     "div_float": "{a} * {s} / {b}",
     # scale == 1: a * 1 is exactly a, so the multiply can go
@@ -57,6 +59,13 @@ def working_type(kind, in_depths, out_depth, scaled, with_scalar):
     Scalar multiply/divide into an integer result run in double (bit-exact with CPU OpenCV);
     16U products run in float so that products past int32 saturate as OpenCV's do.
     """
+    if kind in ("mul", "div") and not with_scalar and len({*in_depths, out_depth}) > 1:
+        # images of two types, or a result of another type: CPU OpenCV computes in
+        # muldiv_work_depth (32S as double; a short exact product stays integer)
+        w = muldiv_work_depth(*in_depths, out_depth)
+        if w == cv2.CV_32S and kind == "mul" and not scaled and all(d in _SHORT_PRODUCT for d in in_depths):
+            return "i"
+        return "f32" if w == cv2.CV_32F else "f64"
     all_int = not any(is_float(d) for d in in_depths) and not is_float(out_depth)
     if all_int and kind in ("absdiff", "min", "max"):
         return "i"
@@ -74,6 +83,20 @@ def working_type(kind, in_depths, out_depth, scaled, with_scalar):
     if any(d in _WIDE for d in (*in_depths, out_depth)):
         return "f64"
     return "f32"
+
+
+def muldiv_work_depth(d1, d2, out):
+    """The depth CPU OpenCV 5 multiplies or divides two images of depths ``d1``, ``d2`` into
+    ``out`` in (arithm_op's coerceTypes with muldiv): the common depth when all three agree,
+    else 32S for integers, 64F beside a 64F, else 32F (8U * 32F into 32S: float32; 8U * 8U
+    into 16U: 32S, i.e. double, the product first, then the scale)."""
+    def coerce(a, b):
+        if a == b:
+            return a
+        if a <= cv2.CV_32S and b <= cv2.CV_32S:
+            return cv2.CV_32S
+        return cv2.CV_64F if cv2.CV_64F in (a, b) else cv2.CV_32F
+    return coerce(coerce(d1, d2), out)
 
 
 class Arith(OpDef):
@@ -102,7 +125,10 @@ class Arith(OpDef):
             a, b = b, a
         s = ctx.dyn(n, 0, wt) if scaled else None
         if kind == "mul" and scaled:
-            f = _FORMULA["mul_scaled"]
+            # OpenCV's 32S multiply (mul32s, also mixed integer images) scales the product
+            product_first = mode == "mm" and \
+                muldiv_work_depth(n.inputs[0].depth, n.inputs[1].depth, n.depth) == cv2.CV_32S
+            f = _FORMULA["mul_scaled_product" if product_first else "mul_scaled"]
         elif kind == "div":
             # OpenCV's zero rule is its integer division's: two integer images; a scalar or a
             # float operand divides in floating point, and a zero divisor saturates inf or NaN
@@ -367,12 +393,12 @@ def _minmax_scalar(func, s, img, name):
 def _with_scalar(name, fn):
     """OpenCV CUDA's ``*WithScalar(src, Scalar)``: src2 is a cv::Scalar, so a bare number is
     (v, 0, 0, 0) and a shorter tuple is zero-padded, for every op alike."""
-    @cuda_api(name)
     def f(src1, src2, dst=None, *args, **kw):
         if not is_scalar_like(src2):
             raise cv_error(name, f"src2 must be a scalar, got {type(src2).__name__}", StsBadArg)
         return fn.__wrapped__(src1, scalar4(name, src2, "src2"), dst, *args, **kw)
-    return f
+    f.__signature__ = inspect.signature(fn.__wrapped__)     # (what cuda_api checks calls against)
+    return cuda_api(name)(f)
 
 
 addWithScalar = _with_scalar("addWithScalar", add)

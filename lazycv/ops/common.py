@@ -1,11 +1,13 @@
 """Helpers every op family uses to turn a cv2.cuda call into a recorded node."""
+import inspect
 import numbers
 
 import numpy as np
 
 from .. import runtime, streams
 from .._types import DEPTH_DTYPE, DEPTH_NAME, MAX_CHANNELS, split_type, type_name
-from ..errors import StsBadArg, StsUnmatchedFormats, StsUnmatchedSizes, StsUnsupportedFormat, cv_error
+from ..errors import (StsBadArg, StsOutOfRange, StsUnmatchedFormats, StsUnmatchedSizes, StsUnsupportedFormat,
+                      cv_error)
 from ..ir import Node
 from .base import REGISTRY
 from ..runtime import STATE
@@ -14,11 +16,23 @@ API = {}          # cv2.cuda name -> function, patched in by lazycv.enable()
 
 
 def cuda_api(name):
-    """Register ``fn`` as ``cv2.cuda.<name>``; calls run under the runtime lock."""
+    """Register ``fn`` as ``cv2.cuda.<name>``; calls run under the runtime lock. Arguments the
+    function cannot take (an unknown keyword, too many positionals, a missing one) and numbers
+    no integer can hold (``fx=inf``) are a cv2.error, as OpenCV's binding reports them."""
     def deco(fn):
+        sig = inspect.signature(fn)
+
         def wrapper(*args, **kw):
             with STATE.lock:
-                return fn(*args, **kw)
+                try:
+                    return fn(*args, **kw)
+                except TypeError:                # (no cost on the way that raises nothing)
+                    problem = _binding_problem(sig, args, kw)
+                    if problem is None:
+                        raise
+                    raise cv_error(name, f"Overload resolution failed: {name}() {problem}", StsBadArg) from None
+                except OverflowError as e:
+                    raise cv_error(name, f"an argument is out of range: {e}", StsOutOfRange) from None
         wrapper.__name__ = name
         wrapper.__qualname__ = name
         wrapper.__doc__ = fn.__doc__
@@ -26,6 +40,16 @@ def cuda_api(name):
         API[name] = wrapper
         return wrapper
     return deco
+
+
+def _binding_problem(sig, args, kw):
+    """Why ``args``/``kw`` do not fit ``sig`` (Python's words), or None when they do: a
+    TypeError raised inside the function is then its own."""
+    try:
+        sig.bind(*args, **kw)
+    except TypeError as e:
+        return str(e)
+    return None
 
 
 _GPUMAT = None

@@ -30,6 +30,8 @@ def _hist_src(func, src, depths=_HIST_DEPTHS):
 def _mask_or_hist(func, m, args, mask, hist):
     """calcHist's positional GpuMats by its two overloads: an 8UC1 GpuMat of src's size is the
     mask (``calcHist(src, mask[, hist])``), any other the output (``calcHist(src[, hist])``)."""
+    if len(args) > 3:                        # (src, mask, hist, stream at most)
+        raise cv_error(func, f"{func}() takes at most 4 positional arguments ({len(args) + 1} given)", StsBadArg)
     GpuMat = gpumat_cls()
     for a in args:
         if isinstance(a, GpuMat) and mask is None and not a.empty() and a.type() == cv2.CV_8UC1 \
