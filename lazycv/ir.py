@@ -231,8 +231,9 @@ def _reads(n, buf):
     return r is None or r.buf is buf
 
 
-def has_readers(buf):
-    """True when a pending computation may read ``buf`` (never False when one does)."""
+def has_readers(buf, ignore=None):
+    """True when a pending computation other than node ``ignore`` may read ``buf`` (never
+    False when one does)."""
     lst = READERS.get(id(buf))
     if not lst:
         return False
@@ -240,7 +241,7 @@ def has_readers(buf):
     if live:
         if len(live) != len(lst):
             READERS[id(buf)] = live
-        return True
+        return ignore is None or any(r() is not ignore for r in live)
     del READERS[id(buf)]
     return False
 

@@ -241,7 +241,7 @@ def before_read(alloc, exclude=None):
             flush(w)
 
 
-def before_write(alloc, whole=False, exclude=None):
+def before_write(alloc, whole=False, exclude=None, writing=None):
     """WAR/WAW before ``alloc`` is overwritten: its pending writes are done, and its pending
     readers are computed — or, for a ``whole`` write of unexported memory, keep the old buffer
     while ``alloc`` takes a new one. The caller then writes in place (always True).
@@ -250,7 +250,7 @@ def before_write(alloc, whole=False, exclude=None):
     done: a pending ``setTo`` flushed here marks its region constant as it completes, and
     that mark must not outlive this write (a later read would take the old fill's value)."""
     before_read(alloc, exclude)
-    if ir.has_readers(alloc.buf):
+    if ir.has_readers(alloc.buf, ignore=writing):     # (the writer itself reads in place)
         if whole and not alloc.exported:
             # (no walk: which results read the old buffer does not matter, they keep it)
             alloc.buf = STATE.backend.alloc(alloc.buf.shape[0], alloc.buf.shape[1], alloc.buf.dtype)

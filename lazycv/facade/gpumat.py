@@ -341,8 +341,9 @@ class GpuMat:
         a.constant = (buf, y0, x0, n, c)
         return c
 
-    def _prepare_write(self, whole_region=True):
-        """Before this mat's memory is overwritten: give it memory and honour memory order."""
+    def _prepare_write(self, whole_region=True, writing=None):
+        """Before this mat's memory is overwritten: give it memory and honour memory order
+        (``writing``: the node that will write it, which may read it too — in place)."""
         if self._parent is not None and self._node is not None:
             runtime.flush([self._parent[0]])
         if self._node is not None and (self._alloc is not None or self._views or not whole_region):
@@ -355,7 +356,7 @@ class GpuMat:
         a = self._alloc
         whole = whole_region and self._y0 == 0 and self._x0 == 0 and self._rows == a.rows and \
             self._cols * self._cn == a.row_elems
-        runtime.before_write(a, whole=whole, exclude=self)
+        runtime.before_write(a, whole=whole, exclude=self, writing=writing)
         self._src = None
 
     def _set_pending_write(self, node):
@@ -379,7 +380,7 @@ class GpuMat:
             self._materialize()
         if self._alloc is not None and self._node is None and (self._rows, self._cols, self._depth, self._cn) == \
                 (node.rows, node.cols, node.depth, node.cn):
-            self._prepare_write()
+            self._prepare_write(writing=node)
             self._set_pending_write(node)
             return self
         if self._node is not None and self._alloc is not None and \
