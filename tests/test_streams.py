@@ -123,3 +123,23 @@ def test_a_foreign_streams_work_and_lazycvs_launches_are_ordered():
     out = y.download(stream=s)
     s.waitForCompletion()
     assert (out == 100.0).all()
+
+
+def test_hostmem_create_of_its_own_geometry_keeps_its_memory():
+    """create() with the size and type a HostMem has is a no-op, as OpenCV's is: it used to
+    page-lock a new buffer just to compare sizes (milliseconds a call; the streamed loop calls it
+    for every frame's outputs, which made W5's streamed loop 7x slower than its serial one)."""
+    from lazycv.facade import hostmem
+    h = cv2.cuda_HostMem(4, 5, cv2.CV_8UC3)
+    arr = h.createMatHeader()
+    made = []
+    real = hostmem._pinned
+    hostmem._pinned = lambda shape, dtype: made.append(shape) or real(shape, dtype)
+    try:
+        h.create(4, 5, cv2.CV_8UC3)
+        h.create((5, 4), cv2.CV_8UC3)
+        assert made == [] and h.createMatHeader() is arr
+        h.create(6, 2, cv2.CV_32FC1)
+        assert made == [(6, 2)] and h.size() == (2, 6) and h.type() == cv2.CV_32FC1
+    finally:
+        hostmem._pinned = real

@@ -27,9 +27,18 @@ class HostMem:
     PAGE_LOCKED, SHARED, WRITE_COMBINED = PAGE_LOCKED, SHARED, WRITE_COMBINED
 
     def __init__(self, *args, **kw):
-        self.alloc_type = kw.pop("alloc_type", PAGE_LOCKED)
         self._arr = None
         self._released = False
+        shape, dtype, arr = self._parse(args, kw)
+        if shape is not None:
+            self._arr = _pinned(shape, dtype)
+            if arr is not None:
+                self._arr[...] = arr.reshape(shape)
+
+    def _parse(self, args, kw):
+        """(shape, dtype, source array or None) of the constructor's arguments — (None, None,
+        None) for an empty HostMem — and ``alloc_type`` set; nothing allocated."""
+        self.alloc_type = kw.pop("alloc_type", PAGE_LOCKED)
         args = list(args)
         if len(args) == 1 and isinstance(args[0], (int, np.integer)):
             self.alloc_type = args.pop()                 # HostMem(alloc_type)
@@ -42,10 +51,7 @@ class HostMem:
             self.alloc_type = _alloc_type(self.alloc_type)
             from .gpumat import host_array_info
             rows, cols, depth, cn, _ = host_array_info("HostMem", arr)   # a 1-D array is a column
-            shape = host_shape(rows, cols, cn)
-            self._arr = _pinned(shape, arr.dtype)
-            self._arr[...] = arr.reshape(shape)
-            return
+            return host_shape(rows, cols, cn), arr.dtype, arr
         size = kw.pop("size", None)
         if size is None and args and isinstance(args[0], (tuple, list)):
             size = args.pop(0)
@@ -59,7 +65,7 @@ class HostMem:
             self.alloc_type = args.pop(0)
         self.alloc_type = _alloc_type(self.alloc_type)
         if rows is None:
-            return
+            return None, None, None
         rows, cols = int_arg("HostMem", rows, "rows"), int_arg("HostMem", cols, "cols")
         dc = split_type(typ) if isinstance(typ, (int, np.integer)) else None
         if dc is None:
@@ -67,8 +73,7 @@ class HostMem:
         if rows < 0 or cols < 0:
             raise cv_error("HostMem", f"rows and cols must be >= 0, got {rows}x{cols}", StsBadArg)
         depth, cn = dc
-        shape = host_shape(rows, cols, cn)
-        self._arr = _pinned(shape, DEPTH_DTYPE[depth])
+        return host_shape(rows, cols, cn), DEPTH_DTYPE[depth], None
 
     def _live(self, func):
         if self._released:
@@ -121,10 +126,14 @@ class HostMem:
 
     def create(self, *args):
         """create(rows, cols, type) / create(size, type): new memory unless it already fits."""
-        other = HostMem(*args, alloc_type=self.alloc_type)
-        if not self.empty() and (self.size(), self.type()) == (other.size(), other.type()):
+        # (sizes compared before anything is allocated: page-locking costs milliseconds, and a
+        # loop calls create on the same HostMem every frame)
+        alloc_type = self.alloc_type
+        shape, dtype, arr = self._parse(args, {"alloc_type": alloc_type})
+        self.alloc_type = alloc_type
+        if not self.empty() and shape is not None and self._arr.shape == shape and self._arr.dtype == dtype:
             return
-        self._arr, self._released = other._arr, False
+        self._arr, self._released = (None if shape is None else _pinned(shape, dtype)), False
 
     def clone(self):
         return HostMem(self._live("clone"), alloc_type=self.alloc_type)
