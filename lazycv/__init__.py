@@ -128,6 +128,7 @@ def reset_stats():
         _runtime.count_recorded()
         for k in _STATE.stats:
             _STATE.stats[k] = 0
+        _STATE.fused_after = _STATE.seq_counted
 
 
 def explain(*mats, format="text"):

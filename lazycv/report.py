@@ -88,6 +88,7 @@ _DESCRIBE = {
     "convert": lambda n: (f"convertTo({_type(n)}, alpha={_num(n.dyn[0])}, beta={_num(n.dyn[1])})"
                           if n.static[0] else f"convertTo({_type(n)})"),
     "resize": lambda n: f"resize({n.cols}x{n.rows}, {_INTER.get(n.static[0], n.static[0])})",
+    "resize_area": lambda n: f"resize({n.cols}x{n.rows}, INTER_AREA)",
     "resize_half": lambda n: f"resize({n.cols}x{n.rows}, exactly half: 2x2 means)",
     "reorder": lambda n: "cvtColor(" + _REORDER.get((tuple(n.static[0]), resolved(n.inputs[0]).cn),
                                                      f"channel order {tuple(n.static[0])}") + ")",

@@ -56,8 +56,10 @@ class State:
         self.plans = PlanCache()
         # arrays download() hands out: recycled warm memory (memory.host_pool)
         self.host_arrays = host_pool(pool_cap("LAZYCV_HOST_POOL_MB", 1024, host_free_bytes), exposed=True)
-        self.since_flush = 0                 # calls recorded since the last flush ...
-        self.counted = 0                     # ... of which stats["ops_recorded"] holds these
+        self.since_flush = 0                 # calls recorded since the last flush (AUTO_FLUSH_OPS)
+        # stats: the node number (ir.Node.seq) up to which ops_recorded has counted, and the one
+        # at the last reset_stats() (ops_fused counts only ops recorded after it)
+        self.seq_counted = self.fused_after = next(ir._RECORDED)
         # buffers exported to / owned by foreign code, by id; weak values, so a recycled id of a
         # dead buffer never makes an unrelated one look shared
         self.shared_bufs = weakref.WeakValueDictionary()
@@ -163,10 +165,13 @@ def register_pending(mat):
 
 
 def count_recorded():
-    """Fold the calls recorded since the last count into stats["ops_recorded"] (counted here,
-    not at each call: recording is the per-call hot path)."""
-    STATE.stats["ops_recorded"] += STATE.since_flush - STATE.counted
-    STATE.counted = STATE.since_flush
+    """Fold the ops recorded since the last count into stats["ops_recorded"]: IR nodes, read off
+    their sequence numbers (ir.Node.seq) instead of counted at each call (recording is the
+    per-call hot path). A call that records several ops (a separable filter's two passes) counts
+    each, as ops_fused does, so ops_fused never exceeds ops_recorded."""
+    now = next(ir._RECORDED)                 # (takes a number itself: the numbers only grow)
+    STATE.stats["ops_recorded"] += now - STATE.seq_counted - 1
+    STATE.seq_counted = now
 
 
 def live_pending():
@@ -306,7 +311,7 @@ def _flush(requested):
             mats.append(m)
             have.add(id(m))
     count_recorded()
-    STATE.since_flush = STATE.counted = 0
+    STATE.since_flush = 0
     if not mats:
         return
     req = {id(m) for m in requested}
@@ -618,9 +623,11 @@ def _finish_kernel(kernel, outputs, by_node):
 
 def fused_ops(kernel, seen):
     """stats()["ops_fused"] of one kernel: the recorded ops it computes together with other ops,
-    each once per flush (``seen``: ids counted) however many of the flush's kernels recompute it;
-    a setTo's constant read as values is not an op of the flush (it was recorded by setTo)."""
-    ops = [n for n in kernel.nodes if n.op.name != "fill"]
+    each once per flush (``seen``: ids counted) however many of the flush's kernels recompute it,
+    and only ops recorded since the last reset_stats(); a setTo's constant read as values is
+    not an op of the flush (it was recorded by setTo)."""
+    after = STATE.fused_after
+    ops = [n for n in kernel.nodes if n.op.name != "fill" and n.seq > after]
     if len(ops) < 2:
         return 0
     new = [n for n in ops if id(n) not in seen]

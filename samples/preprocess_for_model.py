@@ -29,5 +29,13 @@ f = cv2.cuda.subtract(f, (0.485, 0.456, 0.406))
 f = cv2.cuda.divide(f, (0.229, 0.224, 0.225))
 chw = np.stack([p.download() for p in cv2.cuda.split(f)])
 
-print("input", chw.shape, chw.dtype, "mean %.4f" % chw.mean())
-print(lazycv.stats())
+stats = lazycv.stats()
+
+# ---- the same with CPU OpenCV, to check ----
+crop = frame[(h - side) // 2:(h - side) // 2 + side, (w - side) // 2:(w - side) // 2 + side]
+ref = cv2.cvtColor(cv2.resize(crop, (224, 224), interpolation=cv2.INTER_LINEAR), cv2.COLOR_BGR2RGB)
+ref = (ref.astype(np.float32) * np.float32(1 / 255) - np.float32([0.485, 0.456, 0.406])) / np.float32([0.229, 0.224, 0.225])
+np.testing.assert_allclose(chw, ref.transpose(2, 0, 1), rtol=1e-5, atol=1e-5, err_msg="differs from CPU OpenCV")
+
+print("input", chw.shape, chw.dtype, "mean %.4f" % chw.mean(), "- equal to CPU OpenCV")
+print(stats)

@@ -1,4 +1,4 @@
-"""samples/ and the demo run unchanged (each in its own process, as a user runs them)."""
+"""samples/ and the demo run unchanged (each in its own process, as a user runs them, on small inputs)."""
 import os
 import subprocess
 import sys
@@ -17,11 +17,22 @@ def _run(args):
                           timeout=300)
 
 
+# each checks its own result against CPU OpenCV and exits non-zero (an AssertionError) if it differs
+CHECKED = {"preprocess_for_model.py", "detector_crops.py", "thumbnails.py", "histogram_threshold.py",
+           "align_filters_warps.py", "nv12_to_planar.py"}
+
+
 @pytest.mark.parametrize("script", SAMPLES, ids=[s.name for s in SAMPLES])
 def test_sample_runs(script):
     p = _run([str(script)])
     assert p.returncode == 0, p.stderr
     assert "kernels_launched" in p.stdout
+    if script.name in CHECKED:
+        assert "equal to CPU OpenCV" in p.stdout and "Warning" not in p.stderr, p.stdout + p.stderr
+
+
+def test_the_real_world_samples_are_all_here():
+    assert CHECKED <= {s.name for s in SAMPLES}
 
 
 def test_demo_runs_and_matches_cpu_opencv():
