@@ -188,13 +188,13 @@ def test_bayer_small(rng):
     assert lazycv.stats()["fallbacks"] == 0
 
 
-def test_demosaicing_other_bayer_codes_fall_back_and_mht_raises(rng):
+def test_demosaicing_other_bayer_codes_fall_back_and_bad_mht_raises(rng):
     src = rand_image(rng, 6, 7, 1, np.uint8)
     for code in (cv2.COLOR_BayerGB2GRAY, cv2.COLOR_BayerBG2BGR_VNG):
         assert_close(cv2.cuda.demosaicing(upload(src), code).download(), cv2.demosaicing(src, code), 0)
     assert lazycv.stats()["fallbacks"] == 2
     with pytest.raises(cv2.error, match="demosaicing"):
-        cv2.cuda.demosaicing(upload(src), 256)          # COLOR_BayerBG2BGR_MHT
+        cv2.cuda.demosaicing(upload(src.astype(np.uint16)), 256)          # COLOR_BayerBG2BGR_MHT: 8U only
     with pytest.raises(cv2.error, match="demosaicing"):
         cv2.cuda.demosaicing(upload(src), cv2.COLOR_BGR2HSV)
 
@@ -216,3 +216,75 @@ def test_resize_hsv_range_chain_fused_equals_eager(rng):
     small = cv2.resize(src, (3, 2))
     assert_close(fused[0], cv2.cvtColor(small, cv2.COLOR_BGR2HSV), 0)
     assert lazycv.stats()["fallbacks"] == 0
+
+
+def mht_reference(src, code, dcn=3):
+    """OpenCV CUDA's MHCdemosaic (debayer.cu) in numpy float32, statement by statement: the
+    interior only (the outer ring stays 0), taps clamped to the image (its texture reads)."""
+    f = np.float32
+    kAx, kAy, kAz = f(-1 / 8), f(-1.5 / 8), f(0.5 / 8)
+    kBx, kBw, kCx, kCy, kCz = f(2 / 8), f(4 / 8), f(4 / 8), f(6 / 8), f(5 / 8)
+    kDy, kDz, kEx, kEy, kEw, kFx, kFz = f(2 / 8), f(-1 / 8), f(-1 / 8), f(-1.5 / 8), f(0.5 / 8), f(2 / 8), f(4 / 8)
+    pattern = {256: "BG", 257: "GB", 258: "RG", 259: "GR"}.get(code)          # GRAY codes: none
+    first_red = (0 if pattern in ("RG", "GB") else 1, 0 if pattern in ("RG", "GR") else 1)
+    rows, cols = src.shape
+    out = np.zeros((rows, cols, 3), np.uint8)
+
+    def s(yy, xx):
+        return f(src[min(max(yy, 0), rows - 1), min(max(xx, 0), cols - 1)])
+
+    def sat(v):
+        return np.uint8(min(max(np.rint(v), 0), 255))
+    for y in range(1, rows - 1):
+        for x in range(1, cols - 1):
+            C = s(y, x)
+            D = s(y - 1, x - 1) + s(y + 1, x - 1) + s(y - 1, x + 1) + s(y + 1, x + 1)
+            A, B = s(y - 2, x) + s(y + 2, x), s(y - 1, x) + s(y + 1, x)
+            E, F = s(y, x - 2) + s(y, x + 2), s(y, x - 1) + s(y, x + 1)
+            px, py, pz = kCx * C, kCy * C, kCz * C
+            pw = pz
+            py, pz, pw = py + kDy * D, pz + kDz * D, pw + kDz * D
+            px, py, pz, pw = px + kAx * A, py + kAy * A, pz + kAz * A, pw + kAx * A
+            px, py, pz, pw = px + kEx * E, py + kEy * E, pz + kEx * E, pw + kEw * E
+            px, pw = px + kBx * B, pw + kBw * B
+            px, pz = px + kFx * F, pz + kFz * F
+            ax, ay = (x + first_red[0]) % 2, (y + first_red[1]) % 2
+            bgr = ((py, px, C) if ax == 0 else (pw, C, pz)) if ay == 0 else ((pz, C, pw) if ax == 0 else (C, px, py))
+            out[y, x] = [sat(v) for v in bgr]
+    if dcn == 1:
+        b, g, r = (out[..., k].astype(np.int64) for k in range(3))
+        return ((b * 1868 + g * 9617 + r * 4899 + 8192) >> 14).astype(np.uint8)
+    if dcn == 4:
+        alpha = np.zeros((rows, cols, 1), np.uint8)
+        alpha[1:-1, 1:-1] = 255
+        return np.concatenate([out, alpha], axis=2)
+    return out
+
+
+# cv2.cuda.COLOR_BayerGR2BGR_MHT, COLOR_BayerBG2BGR_MHT, COLOR_BayerRG2GRAY_MHT (cv2.cuda exists
+# only once lazycv is enabled)
+@pytest.mark.parametrize("code,dcn", [(259, 3), (256, 4), (262, 1)])
+def test_demosaicing_mht_is_opencv_cudas_kernel(rng, code, dcn):
+    """Every site of the 2x2 pattern, the clamped taps next to the border and the zero ring:
+    bit-exact with the kernel's formula, fused, on sizes down to 1x1."""
+    for rows, cols in [(9, 12), (5, 4), (3, 3), (2, 5), (1, 1)]:
+        src = rand_image(rng, rows, cols, 1, np.uint8)
+        got = cv2.cuda.demosaicing(upload(src), code, dcn=dcn if dcn == 4 else -1).download()
+        assert_close(got, mht_reference(src, code, dcn), 0, what=f"{rows}x{cols}")
+    assert lazycv.stats()["fallbacks"] == 0
+
+
+@pytest.mark.sim
+def test_demosaicing_mht_fuses_with_its_consumer(rng):
+    """demosaicing MHT -> convertTo -> split in one kernel, fused == eager, every pattern."""
+    src = rand_image(rng, 6, 5, 1, np.uint8)
+    for code in (cv2.cuda.COLOR_BayerGB2BGR_MHT, cv2.cuda.COLOR_BayerRG2BGR_MHT):
+        def chain():
+            bgr = cv2.cuda.demosaicing(upload(src), code)
+            return [p.download() for p in cv2.cuda.split(bgr.convertTo(cv2.CV_32FC3, alpha=0.5))]
+        fused, eager = run_both(chain)
+        assert_fused_equals_eager(fused, eager)
+        ref = mht_reference(src, code).astype(np.float32) * 0.5
+        assert_close(np.stack(fused, axis=2), ref, 0)
+    with pytest.raises(cv2.error, match="demosaicing"):
+        cv2.cuda.demosaicing(upload(src), cv2.cuda.COLOR_BayerGR2BGR_MHT, dcn=2)

@@ -5,7 +5,7 @@ OpenCV (correct, counted as a fallback)."""
 import cv2
 
 from .._types import DEPTH_ALPHA, is_float
-from ..errors import StsBadArg, StsBadSize, StsNotImplemented, cv_error
+from ..errors import StsBadArg, StsBadSize, cv_error
 from .base import OpDef
 from .common import check_channels, check_depth, cuda_api, int_arg, node, result, src_mat
 from .fallback import cpu_fallback
@@ -163,14 +163,14 @@ BAYER_CODES = {c for c in KNOWN_CODES
 @cuda_api("demosaicing")
 def demosaicing(src, code, dst=None, dcn=-1, stream=None):
     """cv2.cuda.demosaicing(src, code[, dst[, dcn[, stream]]]): the Bayer codes of cvtColor
-    (bilinear, fused, as CPU OpenCV computes them)."""
+    (bilinear, fused, as CPU OpenCV computes them) and the CUDA module's Malvar-He-Cutler codes
+    (fused, as its kernel computes them)."""
     func = "demosaicing"
     m = src_mat(func, src)
     code = int_arg(func, code, "code")
     dcn = 0 if dcn is None or dcn == -1 else int_arg(func, dcn, "dcn")
     if code in MHT_CODES:
-        raise cv_error(func, f"the Malvar-He-Cutler codes (COLOR_Bayer*_MHT, {code}) are not "
-                             "implemented by lazycv yet", StsNotImplemented)
+        return result(func, color_layouts.mht_node(func, m, code, dcn), dst, stream)
     if code not in BAYER_CODES:
         raise cv_error(func, f"unsupported code {code}: expected a COLOR_Bayer* code", StsBadArg)
     nd = cvt_node(func, m, code, dcn)
