@@ -337,7 +337,8 @@ def test_hist_even_and_range(rng, depth):
     levels = _npp_even_levels(8, lo, hi)
     np.testing.assert_array_equal(cv2.cuda.evenLevels(8, lo, hi).download(), levels)
     ref = _hist_by_levels(src, levels)
-    np.testing.assert_array_equal(cv2.cuda.histEven(upload(src), 7, lo, hi).download(), ref)
+    if depth != cv2.CV_8U:      # 8U histEven is OpenCV CUDA's own kernel: test_hist_even_8u_bins
+        np.testing.assert_array_equal(cv2.cuda.histEven(upload(src), 7, lo, hi).download(), ref)
     np.testing.assert_array_equal(cv2.cuda.histRange(upload(src), upload(levels)).download(), ref)
 
 
@@ -414,3 +415,32 @@ def test_errors(rng):
         cv2.cuda.sum(cv2.cuda_GpuMat())
     with pytest.raises(cv2.error, match="sizes"):
         cv2.cuda.norm(c1, upload(np.zeros((3, 3), np.uint8)), cv2.NORM_L1)
+
+
+def _hist_even_8u_reference(src, n, lower, upper):
+    """OpenCV CUDA's histEven8u (hist.cu): each row's first ``cols`` bytes, ``lower <= v <=
+    upper`` into (v - lower) // ceil((upper - lower) / n), a bin past the last dropped."""
+    rows, cols = src.shape[:2]
+    v = src.reshape(rows, -1)[:, :cols].ravel().astype(np.int64)
+    v = v[(v >= lower) & (v <= upper)]
+    k = (v - lower) // -(-(upper - lower) // n)
+    return np.bincount(k[k < n], minlength=n).astype(np.int32).reshape(1, -1)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("cn", [1, 3, 4])
+def test_hist_even_8u_bins(rng, cn):
+    """8U histEven of 1, 3 or 4 channels (OpenCV's test_cudaimgproc passes an 8UC3 image): whole
+    bins of ceil((upper - lower) / histSize), the upper level counted, ROIs included."""
+    src = rand_image(rng, 9, 13, cn, np.uint8)
+    for n, lower, upper in [(20, 0, 255), (7, 50, 200), (5, 0, 100), (1, 3, 4)]:
+        got = cv2.cuda.histEven(upload(src), n, lower, upper).download()
+        np.testing.assert_array_equal(got, _hist_even_8u_reference(src, n, lower, upper))
+        roi = cv2.cuda_GpuMat(upload(src), (2, 1, 7, 5))
+        np.testing.assert_array_equal(cv2.cuda.histEven(roi, n, lower, upper).download(),
+                                      _hist_even_8u_reference(src[1:6, 2:9], n, lower, upper))
+    with pytest.raises(cv2.error, match="histEven"):
+        cv2.cuda.histEven(upload(src), 4, 10, 10)
+    with pytest.raises(cv2.error, match="histRange"):        # the binding's histRange is 1-channel
+        cv2.cuda.histRange(upload(src), cv2.cuda.evenLevels(5, 0, 255)) if cn > 1 else \
+            cv2.cuda.histRange(upload(src), upload(np.zeros((1, 1), np.int32)))

@@ -4,7 +4,9 @@ integral, sqrIntegral — reduce phases (ops/reduce.py) whose results stay on th
 OpenCV's rules: calcHist counts 8UC1 values into 256 bins (1x256 CV_32SC1); histEven and
 histRange count 8UC1/16UC1/16SC1 (histRange also 32FC1) values into bins
 ``levels[k] <= v < levels[k + 1]``, where histEven's levels are evenLevels': NPP's integer
-levels ``lower + (upper - lower) * k // (nLevels - 1)``; equalizeHist is CPU cv::equalizeHist
+levels ``lower + (upper - lower) * k // (nLevels - 1)`` — except 8U histEven, which OpenCV
+CUDA runs through its own kernel (whole bins of ceil((upper - lower) / histSize), any channel
+count: see ``_hist_even_8u``); equalizeHist is CPU cv::equalizeHist
 (its table in float, bins before the first non-empty one mapped to 0) applied as a fused
 table lookup; integral / sqrIntegral of 8UC1 give (rows + 1) x (cols + 1) CV_32SC1 / CV_64FC1
 with a zero first row and column.
@@ -92,12 +94,37 @@ def _levels_hist(func, m, levels_mat, hist, stream):
 @cuda_api("histEven")
 def histEven(src, histSize, lowerLevel, upperLevel, hist=None, stream=None):
     """histEven(src, histSize, lowerLevel, upperLevel[, hist[, stream]]) -> hist (1 x histSize
-    CV_32SC1) over evenLevels(histSize + 1, lowerLevel, upperLevel)."""
+    CV_32SC1): 8U sources as OpenCV CUDA's own kernel (``_hist_even_8u``), 16U/16S over
+    evenLevels(histSize + 1, lowerLevel, upperLevel), as NPP."""
     func = "histEven"
+    m = src_mat(func, src)
+    if m._depth == cv2.CV_8U:
+        return _hist_even_8u(func, m, histSize, lowerLevel, upperLevel, hist, stream)
     m = _hist_src(func, src)
     host = even_levels(func, int_arg(func, histSize, "histSize") + 1, lowerLevel, upperLevel)
     levels = gpumat_cls()(host)
     return _levels_hist(func, m, levels, hist, stream)
+
+
+def _hist_even_8u(func, m, hist_size, lower, upper, hist, stream):
+    """OpenCV CUDA takes every 8U source (on any GPU since compute 3.0) to its histEven8u
+    kernel, which bins ``lower <= v <= upper`` into ``(v - lower) // binSize`` with ``binSize =
+    ceil((upper - lower) / histSize)`` (a value past the last bin is dropped), and reads each
+    row's first ``cols`` bytes whatever the channel count (so 3 or 4 channels count the
+    interleaved bytes of the row's first third or quarter). The same as levels ``lower + k *
+    binSize``, the last one ``min(lower + histSize * binSize, upper + 1)``."""
+    n = int_arg(func, hist_size, "histSize")
+    lower, upper = int_arg(func, lower, "lowerLevel"), int_arg(func, upper, "upperLevel")
+    if n < 1:
+        raise cv_error(func, f"histSize must be at least 1, got {n}", StsOutOfRange)
+    if upper <= lower:
+        raise cv_error(func, f"upperLevel ({upper}) must exceed lowerLevel ({lower})", StsOutOfRange)
+    bin_size = -(-(upper - lower) // n)
+    host = np.array([[lower + k * bin_size for k in range(n)] + [min(lower + n * bin_size, upper + 1)]], np.int32)
+    lv = region(func, gpumat_cls()(host), "levels")
+    buf, y0, x0, rows, cols, cn = region(func, m)
+    counts = kernels().histogram((buf, y0, x0 * cn, rows, cols, 1), n, levels=lv)
+    return deliver(func, stat_mat(counts, cv2.CV_32S, 1), hist, stream)
 
 
 @cuda_api("histRange")
