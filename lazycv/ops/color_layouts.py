@@ -11,7 +11,7 @@ the CUDA module's kernel (debayer.cu, MHCdemosaic), see ``BayerMHT``.
 import cv2
 
 from .._types import DEPTH_ALPHA
-from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
+from ..errors import StsBadArg, cv_error
 from .base import OpDef, saturate
 from .common import check_channels, check_depth, node
 
@@ -193,7 +193,5 @@ def mht_node(func, m, code, dcn):
         pattern = MHT_BGR[code]
     red_x = 0 if pattern in ("RG", "GB") else 1
     red_y = 0 if pattern in ("RG", "GR") else 1
-    if m._rows < 1 or m._cols < 1:
-        raise cv_error(func, "src is empty", StsUnsupportedFormat)
     return node("bayer_mht", [m._value(func)], (red_x, red_y, dcn), (m._rows, m._cols),
                 m._rows, m._cols, cv2.CV_8U, dcn)
