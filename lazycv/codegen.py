@@ -492,10 +492,11 @@ def _load(source, target, injected=None):
     digest = hashlib.sha1((target + "\n" + source).encode()).hexdigest()[:24]
     name = f"lazycv_{target.replace('-', '_')}_{digest}"
     path = os.path.join(cache_dir(), name + ".py")
-    from_disk = os.path.exists(path) and _compiled_on_disk(path)
     # a file that is not exactly this source (truncated, corrupt) is written again: its new
     # timestamp makes Numba's index stale, so the kernel compiles (lazycv/diskcache.py)
-    if diskcache.source_matches(path, source):
+    whole = diskcache.source_matches(path, source)
+    from_disk = whole and _compiled_on_disk(path)
+    if whole:
         diskcache.touch(path)
     else:
         tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"

@@ -67,6 +67,7 @@ class BufferPool:
         self._finalizers = {}
         self._lock = threading.Lock()          # (eviction; the hot path needs none)
         self._allocs = 0
+        self._now = time.monotonic               # (kept: callbacks may run at interpreter exit)
 
     def _evict(self):
         """Let the least recently returned storage go while over the cap (lock held)."""
@@ -87,7 +88,7 @@ class BufferPool:
 
     def _trim_idle(self):
         """Let storage idle longer than ``idle_seconds`` go (lock held)."""
-        oldest = time.monotonic() - self.idle_seconds
+        oldest = self._now() - self.idle_seconds
         for key, lst in list(self._free.items()):
             while lst and lst[0][1] < oldest:
                 self._drop(key)
@@ -165,7 +166,7 @@ class BufferPool:
         self._finalizers.pop(ident, None)
         if storage.nbytes > self.cap:
             return
-        self._free.setdefault(key, []).append((storage, time.monotonic()))
+        self._free.setdefault(key, []).append((storage, self._now()))
         self._idle_bytes += storage.nbytes
         if self._idle_bytes > self.cap and self._lock.acquire(blocking=False):
             try:
