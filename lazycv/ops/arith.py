@@ -9,7 +9,9 @@ OpenCV's rules, which the CPU reference confirms:
   OpenCV's SIMD path (a NaN or a tie gives the second operand);
 * multiply with a scale != 1, divide, and anything else with a float operand or result computes
   in float (double when 32S or 64F is involved; a float32 result scaled by a scalar in float,
-  the scale folded into the scalar), then saturates (round half to even);
+  the scale folded into the scalar), then saturates (round half to even); two images of
+  different depths, or a result of another depth, compute in CPU OpenCV 5's coerced depth
+  (:func:`muldiv_work_depth`: 8U * 32F into 32S in float32, 8U * 8U into 16U as 32S);
 * integer division (two integer images) by zero gives 0; a division in floating point (a
   scalar or a float operand) follows IEEE, and saturating inf or NaN to an integer output gives
   its minimum (cvRound's INT_MIN), as the CPU reference does.
