@@ -27,8 +27,8 @@ from .._types import is_float
 from ..errors import StsBadArg, StsUnmatchedFormats, cv_error
 from .base import OpDef, round_int32, saturate
 from .common import (broadcast_scalar, check_same, cuda_api, depth_arg, float_arg, gpumat_cls, is_scalar_like,
-                     known_tuple_scalar, node, result, scalar4, src_mat)
-from .core import fill_node, mask_mat, masked
+                     known_tuple_scalar, node, scalar4, src_mat)
+from .core import masked_result
 
 _WIDE = (cv2.CV_32S, cv2.CV_64F)
 
@@ -305,65 +305,52 @@ def _device_scalar_node(func, kind, mode, a, b, dtype, scale):
                 img._rows, img._cols, out_depth, img._cn), img
 
 
-def _finish(func, nd, like, dst, mask, stream):
-    if mask is not None:
-        mask = mask_mat(func, mask, like)
-        GpuMat = gpumat_cls()
-        if dst is not None and isinstance(dst, GpuMat) and not dst.empty() and \
-                (dst._rows, dst._cols, dst._depth, dst._cn) == (nd.rows, nd.cols, nd.depth, nd.cn):
-            old = dst._value(func, "dst")
-        else:
-            old = fill_node(nd.rows, nd.cols, nd.depth, nd.cn, (0, 0, 0, 0))
-        nd = masked(func, nd, mask, old)
-    return result(func, nd, dst, stream)
-
-
 @cuda_api("add")
 def add(src1, src2, dst=None, mask=None, dtype=-1, stream=None):
     """dst = saturate(src1 + src2); src2 may be a scalar."""
     nd, like = arith_node("add", "add", src1, src2, dtype)
-    return _finish("add", nd, like, dst, mask, stream)
+    return masked_result("add", nd, like, dst, mask, stream)
 
 
 @cuda_api("subtract")
 def subtract(src1, src2, dst=None, mask=None, dtype=-1, stream=None):
     """dst = saturate(src1 - src2); either side may be a scalar."""
     nd, like = arith_node("subtract", "sub", src1, src2, dtype)
-    return _finish("subtract", nd, like, dst, mask, stream)
+    return masked_result("subtract", nd, like, dst, mask, stream)
 
 
 @cuda_api("multiply")
 def multiply(src1, src2, dst=None, scale=1.0, dtype=-1, stream=None):
     """dst = saturate(scale * src1 * src2)."""
     nd, like = arith_node("multiply", "mul", src1, src2, dtype, float_arg("multiply", scale, "scale", 1.0))
-    return _finish("multiply", nd, like, dst, None, stream)
+    return masked_result("multiply", nd, like, dst, None, stream)
 
 
 @cuda_api("divide")
 def divide(src1, src2, dst=None, scale=1.0, dtype=-1, stream=None):
     """dst = saturate(src1 * scale / src2); integer division by zero gives 0."""
     nd, like = arith_node("divide", "div", src1, src2, dtype, float_arg("divide", scale, "scale", 1.0))
-    return _finish("divide", nd, like, dst, None, stream)
+    return masked_result("divide", nd, like, dst, None, stream)
 
 
 @cuda_api("absdiff")
 def absdiff(src1, src2, dst=None, stream=None):
     nd, like = arith_node("absdiff", "absdiff", src1, src2)
-    return _finish("absdiff", nd, like, dst, None, stream)
+    return masked_result("absdiff", nd, like, dst, None, stream)
 
 
 @cuda_api("min")
 def min_(src1, src2, dst=None, stream=None):
     src1, src2 = _minmax_operands("min", src1, src2)
     nd, like = arith_node("min", "min", src1, src2)
-    return _finish("min", nd, like, dst, None, stream)
+    return masked_result("min", nd, like, dst, None, stream)
 
 
 @cuda_api("max")
 def max_(src1, src2, dst=None, stream=None):
     src1, src2 = _minmax_operands("max", src1, src2)
     nd, like = arith_node("max", "max", src1, src2)
-    return _finish("max", nd, like, dst, None, stream)
+    return masked_result("max", nd, like, dst, None, stream)
 
 
 def _minmax_operands(func, src1, src2):

@@ -4,7 +4,7 @@ import cv2
 from .._types import DEPTH_RANGE, is_float
 from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
 from .base import OpDef, round_int32
-from .common import stream_cls, check_same, check_stream, gpumat_cls, node, scalar4, src_mat
+from .common import stream_cls, check_same, check_stream, gpumat_cls, node, result, scalar4, src_mat
 
 
 class Crop(OpDef):
@@ -72,6 +72,22 @@ def masked(func, new_value, mask, old_value):
     """The value a masked write leaves: the new value where mask != 0, the old one elsewhere."""
     return node("select", [mask._value(func, "mask"), new_value, old_value], (), (),
                 new_value.rows, new_value.cols, new_value.depth, new_value.cn)
+
+
+def masked_result(func, nd, like, dst, mask, stream):
+    """``nd`` handed to the user (``result``), written only where ``mask`` (of ``like``'s
+    size) is set: elsewhere a given ``dst`` keeps its values and a new result is zero, as
+    OpenCV's masked operations leave them."""
+    if mask is not None:
+        mask = mask_mat(func, mask, like)
+        GpuMat = gpumat_cls()
+        if isinstance(dst, GpuMat) and not dst.empty() and \
+                (dst._rows, dst._cols, dst._depth, dst._cn) == (nd.rows, nd.cols, nd.depth, nd.cn):
+            old = dst._value(func, "dst")
+        else:
+            old = fill_node(nd.rows, nd.cols, nd.depth, nd.cn, (0, 0, 0, 0))
+        nd = masked(func, nd, mask, old)
+    return result(func, nd, dst, stream)
 
 
 def set_to(self, *args, **kw):

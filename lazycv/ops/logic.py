@@ -23,10 +23,10 @@ import numpy as np
 
 from .._types import DEPTH_RANGE, is_float
 from ..errors import StsBadArg, StsBadFlag, cv_error
-from .arith import _finish as finish_masked
 from .base import OpDef, round_int32
 from .common import (check_channels, check_depth, check_same, cuda_api, float_arg, gpumat_cls, int_arg,
                      is_scalar_like, node, result, scalar4, src_mat)
+from .core import masked_result
 from .fallback import cpu_fallback
 
 _ALL = (cv2.CV_8U, cv2.CV_8S, cv2.CV_16U, cv2.CV_16S, cv2.CV_32S, cv2.CV_32F, cv2.CV_64F)
@@ -291,7 +291,7 @@ def _bitwise(func, kind, src1, src2, dst, mask, stream, broadcast):
         s = scalar4(func, src2, "src2", broadcast=broadcast)
         nd = node("bitwise", [a._value(func, "src1")], ("ms",),
                   tuple(_bound(a._depth, v) for v in s[:a._cn]) + (_BIT_OPS[kind],), a._rows, a._cols, a._depth, a._cn)
-    return finish_masked(func, nd, a, dst, mask, stream)
+    return masked_result(func, nd, a, dst, mask, stream)
 
 
 def _bitwise_fallback(func, kind, a, b, src2, dst, mask, stream, broadcast):

@@ -19,10 +19,11 @@ import cv2
 
 from .._types import DEPTH_RANGE, is_float
 from ..errors import StsBadArg, StsUnmatchedFormats, cv_error
-from .arith import _finish as finish_arith, arith_node
+from .arith import arith_node
 from .base import OpDef, saturate
 from .common import (check_channels, check_depth, check_same, cuda_api, depth_arg, float_arg, gpumat_cls,
                      node, result, src_mat)
+from .core import masked_result
 
 _ALL = (cv2.CV_8U, cv2.CV_8S, cv2.CV_16U, cv2.CV_16S, cv2.CV_32S, cv2.CV_32F, cv2.CV_64F)
 _FLOATS = (cv2.CV_32F, cv2.CV_64F)
@@ -119,7 +120,7 @@ def abs_(src, dst=None, stream=None):
     """cv2.cuda.abs(src[, dst[, stream]]) — |src|, saturated (absdiff with 0)."""
     src_mat("abs", src)
     nd, like = arith_node("abs", "absdiff", src, (0.0, 0.0, 0.0, 0.0))
-    return finish_arith("abs", nd, like, dst, None, stream)
+    return masked_result("abs", nd, like, dst, None, stream)
 
 
 @cuda_api("sqr")
@@ -127,7 +128,7 @@ def sqr(src, dst=None, stream=None):
     """cv2.cuda.sqr(src[, dst[, stream]]) — src * src, saturated."""
     m = src_mat("sqr", src)
     nd, like = arith_node("sqr", "mul", m, m)
-    return finish_arith("sqr", nd, like, dst, None, stream)
+    return masked_result("sqr", nd, like, dst, None, stream)
 
 
 # -------------------------------------------------------------------------------- addWeighted

@@ -29,7 +29,7 @@ from .base import OpDef, saturate
 from .common import (check_channels, check_depth, check_dst, check_same, check_stream, cuda_api, depth_arg,
                      float_arg, gpumat_cls, int_arg, node, result, src_mat, stream_cls)
 from .convert import convert_node, math_type
-from .core import crop_node, fill_node, mask_mat, masked
+from .core import crop_node, fill_node, mask_mat, masked_result
 
 DBL_EPSILON = float(np.finfo(np.float64).eps)
 _NORMS = {cv2.NORM_INF: "inf", cv2.NORM_L1: "l1", cv2.NORM_L2: "l2"}
@@ -146,20 +146,6 @@ class StatMap(OpDef):
         return [saturate(ctx, e, n.depth)]
 
 
-def _masked_result(func, nd, like, dst, mask, stream):
-    """``nd`` written where ``mask`` is set: the rest keeps ``dst`` (zeros when new)."""
-    if mask is not None:
-        mask = mask_mat(func, mask, like)
-        GpuMat = gpumat_cls()
-        if isinstance(dst, GpuMat) and not dst.empty() and \
-                (dst._rows, dst._cols, dst._depth, dst._cn) == (nd.rows, nd.cols, nd.depth, nd.cn):
-            old = dst._value(func, "dst")
-        else:
-            old = fill_node(nd.rows, nd.cols, nd.depth, nd.cn, (0, 0, 0, 0))
-        nd = masked(func, nd, mask, old)
-    return result(func, nd, dst, stream)
-
-
 # ---------------------------------------------------------------- cv2.cuda functions
 
 @cuda_api("normalize")
@@ -181,7 +167,7 @@ def normalize(src, alpha, beta, norm_type, dtype, dst=None, mask=None, stream=No
         raise cv_error(func, f"unknown norm type {norm_type}: expected NORM_MINMAX, NORM_INF, NORM_L1 or "
                              "NORM_L2", StsBadFlag)
     nd = node("stat_map", [m._value(func), stat], static, dyn, m._rows, m._cols, out_depth, 1)
-    return _masked_result(func, nd, m, dst, mask, stream)
+    return masked_result(func, nd, m, dst, mask, stream)
 
 
 def _single_channel(func, src):
