@@ -9,14 +9,15 @@ files for it in ``__pycache__/`` and, for CUDA, lazycv's cubin record (``.smXY.c
   so Numba compiles again instead of loading machine code for other source);
 * the cache is kept under ``LAZYCV_CACHE_MAX_MB`` (default 256) and ``LAZYCV_CACHE_MAX_FILES``
   (default 4000) by evicting whole entries, least recently used first (a module's access time,
-  which :func:`touch` sets on each use), checked on a process's first write and every
-  ``EVICT_EVERY`` writes after it;
+  which :func:`touch` sets on each use), checked on a thread of its own at a process's first
+  write and every ``EVICT_EVERY`` writes after it;
 * an entry used or written within the last ``MIN_AGE_S`` seconds is never evicted (another
   process may be importing it), and a file that disappears meanwhile (another process evicted
   it) is skipped.
 """
 import os
 import re
+import threading
 import time
 
 DEFAULT_MAX_MB = 256
@@ -25,6 +26,7 @@ MIN_AGE_S = 60.0
 EVICT_EVERY = 64
 _MODULE = re.compile(r"(lazycv_[a-z_]+_[0-9a-f]{24})[.]")
 _writes = [0]
+_evicting = threading.Lock()        # one eviction at a time in a process
 
 
 def source_matches(path, source):
@@ -48,11 +50,22 @@ def touch(path):
 
 def written(folder):
     """A process wrote an entry: keep the folder bounded (on the first write, then every
-    EVICT_EVERY)."""
+    EVICT_EVERY), on a thread of its own — deleting a thousand large entries of an old cache
+    took 12 s on a busy machine, which no compile should wait for."""
     n = _writes[0]
     _writes[0] = n + 1
-    if n % EVICT_EVERY == 0:
+    if n % EVICT_EVERY == 0 and _evicting.acquire(blocking=False):
+        threading.Thread(target=_evict_in_background, args=(folder,), name="lazycv-cache-evict",
+                         daemon=True).start()
+
+
+def _evict_in_background(folder):
+    try:
         evict(folder)
+    except Exception:             # (best effort: a cache that cannot shrink only takes disk)
+        pass
+    finally:
+        _evicting.release()
 
 
 def limits():

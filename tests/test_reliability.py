@@ -432,3 +432,17 @@ def test_a_failure_that_is_not_the_kernels_still_reaches_the_caller(rng, monkeyp
         g.download()
     monkeypatch.undo()
     assert_close(g.download(), cv2.add(a, 1))                    # retried, now computed
+
+
+def test_writing_entries_evicts_on_a_thread_of_its_own(tmp_path, monkeypatch):
+    folder = str(tmp_path)
+    for i in range(5):
+        _entry(folder, i, 100, age=1000)
+    monkeypatch.setenv("LAZYCV_CACHE_MAX_FILES", "6")
+    monkeypatch.setattr(diskcache, "_writes", [0])
+    diskcache.written(folder)                    # the first write of a process checks
+    for _ in range(200):
+        if not diskcache._evicting.locked():
+            break
+        time.sleep(0.05)
+    assert sum(len(fs) for fs in diskcache.entries(folder)[0].values()) <= 6
