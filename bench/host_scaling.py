@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-MEAN = (0.485, 0.456, 0.406)
-STD = (0.229, 0.224, 0.225)
+from lazycv.cli.bench import STD, w1_calls
+
 SMALL = (24, 32)          # source frame rows, cols
 OUT = 16                  # W1's square output side, scaled down
 
@@ -35,12 +35,7 @@ def _frames(n):
 
 
 def _w1(cv2, g, std):
-    r = cv2.cuda.resize(g, (OUT, OUT), interpolation=cv2.INTER_LINEAR)
-    rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
-    f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
-    f = cv2.cuda.subtract(f, MEAN)
-    f = cv2.cuda.divide(f, std)
-    return cv2.cuda.split(f)
+    return w1_calls(cv2, g, std, OUT)
 
 
 def first_flush(n):

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-MEAN = (0.485, 0.456, 0.406)
-STD = (0.229, 0.224, 0.225)
+from lazycv.cli.bench import STD, w1_calls
 
 
 def used_bytes():
@@ -28,15 +27,6 @@ def used_bytes():
     with open("/proc/self/statm") as f:
         import os
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def w1(cv2, g, std, out):
-    r = cv2.cuda.resize(g, (out, out), interpolation=cv2.INTER_LINEAR)
-    rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
-    f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
-    f = cv2.cuda.subtract(f, MEAN)
-    f = cv2.cuda.divide(f, std)
-    return cv2.cuda.split(f)
 
 
 def main(argv=None):
@@ -60,7 +50,7 @@ def main(argv=None):
     samples, t0 = [], time.perf_counter()
     checkpoints = max(1, args.frames // 20)
     for i in range(args.frames):
-        planes = w1(cv2, gpus[i % 8], std, 160)
+        planes = w1_calls(cv2, gpus[i % 8], std, 160)
         if i % 64 == 63:
             planes[0].download()                 # a sync now and then, as a consumer would
         if i % checkpoints == 0 or i == args.frames - 1:
@@ -76,7 +66,7 @@ def main(argv=None):
         out = int(rng.integers(8, 200))
         s = cv2.cuda_GpuMat(out, out, cv2.CV_32FC3)
         s.setTo(STD)
-        for p in w1(cv2, g, s, out):
+        for p in w1_calls(cv2, g, s, out):
             p.download()
         if j % max(1, args.sizes // 10) == 0 or j == args.sizes - 1:
             sizes.append((j, used_bytes()))

@@ -24,7 +24,8 @@ QUICK = {"frame": (270, 480), "out": 160, "batches": [1, 4], "repeats": 3, "w2_f
 WORKLOADS = ("w1", "w2", "c1")
 
 
-def _frame_calls(cv2, g, std, side):
+def w1_calls(cv2, g, std, side):
+    """W1 as a user writes it: the six cv2.cuda calls on one frame (bench/ scripts use it too)."""
     r = cv2.cuda.resize(g, (side, side), interpolation=cv2.INTER_LINEAR)
     rgb = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB)
     f = rgb.convertTo(cv2.CV_32FC3, alpha=1 / 255)
@@ -111,7 +112,7 @@ def run_bench(backend, workloads, cfg):
                 def fn():
                     g = cv2.cuda_GpuMat()
                     g.upload(frames[0])
-                    return [p.download() for p in _frame_calls(cv2, g, std, side)]
+                    return [p.download() for p in w1_calls(cv2, g, std, side)]
         elif workload == "w2":
             repeats = cfg["w2_frames"]
             if mode == "compose":
@@ -119,13 +120,13 @@ def run_bench(backend, workloads, cfg):
                     lazycv.materialize(compose(gpus[:1]))
             else:
                 def fn():
-                    lazycv.materialize(_frame_calls(cv2, gpus[0], std, side))
+                    lazycv.materialize(w1_calls(cv2, gpus[0], std, side))
         elif mode == "compose":
             def fn(batch=batch):
                 lazycv.materialize(compose(gpus[:batch]))
         else:
             def fn(batch=batch):
-                lazycv.materialize([_frame_calls(cv2, g, std, side) for g in gpus[:batch]])
+                lazycv.materialize([w1_calls(cv2, g, std, side) for g in gpus[:batch]])
         lazycv.reset_stats()
         median, p99 = _timed(fn, repeats, sync)
         st = lazycv.stats()
