@@ -121,6 +121,8 @@ class Node:
                     READERS[id(v.buf)] = [me]
                 elif lst[-1] is not me:
                     lst.append(me)
+                    if len(lst) >= 64 and not len(lst) & (len(lst) - 1):
+                        prune_readers(v.buf, lst)     # (a frame read every frame, never written)
             if recording:
                 refs.append(v.rpos if v.rgen == gen else rec.first_seen(v))
         self.height = h
@@ -214,7 +216,9 @@ RECORDING = Recording()     # replaced by a fresh one at each flush (runtime.flu
 
 # The reader index: id(buffer) -> weak references to nodes that may read that buffer when they
 # are computed — a node recorded with a region of it as an input, or a node computed into it
-# that others took as an input (runtime.after_flush registers those). A write asks
+# that others took as an input (runtime._let_go_of_history registers those). A list is pruned
+# when it reaches a power of two (64, 128, ...), so memory read every frame and never written
+# keeps only its live readers. A write asks
 # has_readers(buf) instead of walking every pending result's graph, so recording thousands of
 # frames before a flush stays linear; the walk (runtime.readers_of) runs only where a reader
 # may exist, ahead of the flush that then computes it.
@@ -231,19 +235,24 @@ def _reads(n, buf):
     return r is None or r.buf is buf
 
 
+def prune_readers(buf, lst):
+    """``buf``'s readers that may still read it, kept in place of ``lst`` (dropped when none)."""
+    live = [r for r in lst if _reads(r(), buf)]
+    if live:
+        lst[:] = live
+    else:
+        del READERS[id(buf)]
+    return live
+
+
 def has_readers(buf, ignore=None):
     """True when a pending computation other than node ``ignore`` may read ``buf`` (never
     False when one does)."""
     lst = READERS.get(id(buf))
     if not lst:
         return False
-    live = [r for r in lst if _reads(r(), buf)]
-    if live:
-        if len(live) != len(lst):
-            READERS[id(buf)] = live
-        return ignore is None or any(r() is not ignore for r in live)
-    del READERS[id(buf)]
-    return False
+    live = prune_readers(buf, lst)
+    return bool(live) and (ignore is None or any(r() is not ignore for r in live))
 
 
 def add_reader(buf, node):
@@ -253,8 +262,6 @@ def add_reader(buf, node):
         READERS[id(buf)] = [weakref.ref(node)]
     else:
         lst.append(weakref.ref(node))
-    if len(READERS) > _SWEEP_AT[0]:
-        sweep_readers()
 
 
 def sweep_readers():

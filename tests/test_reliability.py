@@ -446,3 +446,19 @@ def test_writing_entries_evicts_on_a_thread_of_its_own(tmp_path, monkeypatch):
             break
         time.sleep(0.05)
     assert sum(len(fs) for fs in diskcache.entries(folder)[0].values()) <= 6
+
+
+def test_memory_read_every_frame_keeps_only_its_live_readers(rng):
+    """The reader index (ir.READERS) kept a weak reference per frame for memory that every frame
+    reads and nothing writes (a slow leak over a long run); its list is pruned as it grows, and
+    pending readers are kept, so a later upload still leaves them the old data."""
+    from lazycv import ir
+    a = rand_image(rng, 4, 5, 3, np.uint8)
+    g = upload(a)
+    for _ in range(1000):
+        cv2.cuda.add(g, (1, 2, 3)).download()
+    assert len(ir.READERS[id(g._alloc.buf)]) < 128
+    pending = [cv2.cuda.add(g, (i, 0, 0)) for i in range(200)]
+    g.upload(np.zeros_like(a))
+    for i in (0, 77, 199):
+        assert_close(pending[i].download(), cv2.add(a, (i, 0, 0, 0)), 0)
