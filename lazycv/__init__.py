@@ -37,7 +37,7 @@ __all__ = ["enable", "disable", "enabled", "is_enabled", "settings", "backend", 
 def _configure(backend, fuse, resize_mapping):
     if resize_mapping not in RESIZE_MAPPINGS:
         raise ValueError(f"lazycv: resize_mapping must be one of {RESIZE_MAPPINGS}, got {resize_mapping!r}")
-    _runtime.flush()                    # pending work runs under the settings it was recorded with
+    _runtime.flush(everyone=True)       # pending work runs under the settings it was recorded with
     _runtime.select_backend(backend)
     _STATE.fuse = bool(fuse)
     _STATE.resize_mapping = resize_mapping
@@ -57,7 +57,7 @@ def enable(backend=None, fuse=True, resize_mapping="opencv-cpu"):
 def disable():
     """Compute pending work and restore cv2 exactly as it was before enable()."""
     with _STATE.lock:
-        _runtime.flush()
+        _runtime.flush(everyone=True)
         while _patch.depth():
             _patch.uninstall()
         _STATE.enabled = False
@@ -99,7 +99,8 @@ def backend():
 
 
 def materialize(*mats):
-    """Compute these pending results now (planned together, with every other pending sink)."""
+    """Compute these pending results now (planned together with the calling thread's other
+    pending sinks)."""
     with _STATE.lock:
         flat, stack = [], list(reversed(mats))
         while stack:                       # nested lists: e.g. a batch of split planes

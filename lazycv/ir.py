@@ -9,6 +9,7 @@ A *value* is either a :class:`Source` (a region of memory that already holds dat
 frame size or mean value never recompiles.
 """
 import itertools
+import threading
 import weakref
 
 _RECORDED = itertools.count()
@@ -54,9 +55,10 @@ class PendingWrite:
     the record, the record holds its GpuMat weakly (no reference cycle), and a flush writes an
     orphaned record through a stand-in GpuMat (runtime.live_pending). Dropped once written
     (GpuMat._bind_result)."""
-    __slots__ = ("mat", "cls", "node", "y0", "x0", "stand_in")
+    __slots__ = ("mat", "cls", "node", "y0", "x0", "stand_in", "thread")
 
     def __init__(self, mat, node):
+        self.thread = threading.get_ident()     # (a flush computes its own thread's writes)
         self.mat, self.cls = weakref.ref(mat), type(mat)
         self.node, self.y0, self.x0 = node, mat._y0, mat._x0
         self.stand_in = None       # the GpuMat a flush writes an orphaned record through
@@ -103,7 +105,7 @@ class Node:
         self.result = None
         self.rgen = 0
         h = 0
-        rec = RECORDING
+        rec = _THREAD.rec
         recording = rec.open
         gen, refs = rec.gen, []
         me = None
@@ -156,7 +158,7 @@ class Recording:
     positions cannot name, or when it holds more than ``LIMIT`` values: such flushes are
     planned the general way.
     """
-    __slots__ = ("objs", "tokens", "bufs", "nbufs", "open", "gen")
+    __slots__ = ("objs", "tokens", "bufs", "nbufs", "open", "gen", "__weakref__")
     LIMIT = 8192
 
     def __init__(self):
@@ -164,6 +166,7 @@ class Recording:
         self.nbufs = 0              # buffers numbered so far (an id may come back: not len(bufs))
         self.open = True
         self.gen = next(_GENERATIONS)
+        OPEN[self.gen] = self
 
     def first_seen(self, v):
         """The position of a value no recorded node has read yet (memory, or an older pending
@@ -207,12 +210,31 @@ class Recording:
         return tuple(self.tokens) if self.open else None
 
     def close(self):
+        OPEN.pop(self.gen, None)
         self.open = False
         self.gen = -1               # nothing is taken for one of its values any more
         self.objs, self.tokens, self.bufs = [], [], {}
 
 
-RECORDING = Recording()     # replaced by a fresh one at each flush (runtime.flush)
+# Each thread records into a recording of its own (replaced by a fresh one at each of its
+# flushes, runtime.flush), so two threads running the same pipeline each find their plan again
+# instead of one interleaved structure that never repeats. OPEN: the open recordings by gen
+# (weakly), so a flush that computes another thread's node can close that thread's recording
+# (closed_by_flush): its replay would recompute the node from inputs that may have changed.
+OPEN = weakref.WeakValueDictionary()
+
+
+class _ThreadRecording(threading.local):
+    def __init__(self):
+        self.rec = Recording()
+
+
+_THREAD = _ThreadRecording()
+
+
+def recording():
+    """The calling thread's open recording."""
+    return _THREAD.rec
 
 # The reader index: id(buffer) -> weak references to nodes that may read that buffer when they
 # are computed — a node recorded with a region of it as an input, or a node computed into it
@@ -277,10 +299,19 @@ def sweep_readers():
 
 
 def new_recording():
-    """Start a new recording; returns the one that ends."""
-    global RECORDING
-    done, RECORDING = RECORDING, Recording()
+    """Start a new recording in the calling thread; returns the one that ends."""
+    t = _THREAD
+    done, t.rec = t.rec, Recording()
+    OPEN.pop(done.gen, None)
     return done
+
+
+def closed_by_flush(node):
+    """A flush computed ``node`` into memory: the recording of another thread that numbered
+    it must not be replayed (its plan would compute the node again)."""
+    rec = OPEN.get(node.rgen)
+    if rec is not None and rec is not _THREAD.rec:
+        rec.close()
 
 
 def mark():

@@ -1,7 +1,8 @@
 """Global state and the flush: pending lazy results -> planned kernels -> launches.
 
 Everything that touches the pending graph holds ``STATE.lock`` (an RLock), so lazycv may be
-called from several threads at once.
+called from several threads at once; each thread has its own pending list (THREAD) and
+recording (ir.recording), and a flush computes the calling thread's work.
 
 Memory-order rules (what makes lazy execution equal eager execution):
 
@@ -46,7 +47,8 @@ class State:
         self.backend = None
         self.fuse = True
         self.resize_mapping = "opencv-cpu"
-        self.pending = []                    # weakrefs to lazy GpuMats, in recording order
+        # each thread's pending list (_ThreadPending), by id: [list, weak ref to the thread]
+        self.threads = {}
         self.written = weakref.WeakSet()     # allocations with pending writes (ir.PendingWrite)
         self.computed = []                   # nodes the running flush computed into memory
         self.device_bytes = None             # the device's memory (runtime.device_memory)
@@ -79,6 +81,22 @@ class State:
 STATE = State()
 
 
+class _ThreadPending(threading.local):
+    """The calling thread's pending results: weak references to lazy GpuMats, in recording
+    order. A flush computes the pending sinks of the thread that flushes (and of threads that
+    have ended), so two threads running their own pipelines are not planned, compiled and
+    launched as one mixed batch; a result another thread reads, or memory another thread
+    overwrites, is still computed first (the memory-order rules look at every thread)."""
+
+    def __init__(self):
+        self.pending = []
+        with STATE.lock:
+            STATE.threads[id(self.pending)] = (self.pending, weakref.ref(threading.current_thread()))
+
+
+THREAD = _ThreadPending()
+
+
 def select_backend(name=None):
     """Resolve and activate a backend ("cuda", "cpu", "cuda-sim"; None = auto)."""
     if name is None:
@@ -96,7 +114,7 @@ def select_backend(name=None):
                            "(use backend='cpu', or None to choose automatically)")
     with STATE.lock:
         if STATE.backend_name != name:
-            flush()
+            flush(everyone=True)
         STATE.backend = backends.get(name)
         STATE.device_bytes = None
         STATE.backend_name = name
@@ -158,7 +176,7 @@ def notify(kind, mat, array):
 # ---------------------------------------------------------------- pending bookkeeping
 
 def register_pending(mat):
-    STATE.pending.append(weakref.ref(mat))
+    THREAD.pending.append(weakref.ref(mat))
     STATE.since_flush += 1
     if STATE.since_flush > AUTO_FLUSH_OPS:
         flush()
@@ -174,20 +192,31 @@ def count_recorded():
     STATE.seq_counted = now
 
 
-def live_pending():
+def live_pending(everyone=True):
     """Live GpuMats that still have pending work, pruning the dead ones — and stand-ins for
-    writes into live memory whose GpuMat is gone (ir.PendingWrite)."""
-    alive, refs = [], []
-    for r in STATE.pending:
-        m = r()
-        if m is not None and m._node is not None:
-            alive.append(m)
-            refs.append(r)
-    STATE.pending = refs
+    writes into live memory whose GpuMat is gone (ir.PendingWrite). ``everyone=False``: those
+    a flush of the calling thread computes (its own, and those of threads that have ended)."""
+    me = THREAD.pending
+    alive = []
+    for key, (lst, thread) in list(STATE.threads.items()):
+        t = thread()
+        ended = t is None or not t.is_alive()
+        if not (everyone or lst is me or ended):
+            continue
+        refs = []
+        for r in lst:
+            m = r()
+            if m is not None and m._node is not None:
+                alive.append(m)
+                refs.append(r)
+        lst[:] = refs
+        if ended and (not refs or not everyone):
+            del STATE.threads[key]            # (a flush adopts an ended thread's results)
     if STATE.written:
         have = {id(m) for m in alive}
+        thread = None if everyone else threading.get_ident()
         for alloc in list(STATE.written):
-            for m in writers_of(alloc):
+            for m in writers_of(alloc, thread=thread):
                 if id(m) not in have:
                     alive.append(m)
                     have.add(id(m))
@@ -206,15 +235,15 @@ def readers_of(buf, exclude=None):
     return out
 
 
-def writers_of(alloc, exclude=None):
+def writers_of(alloc, exclude=None, thread=None):
     """GpuMats (or stand-ins) whose binding completes a pending write into ``alloc``, pruning
-    the writes done."""
+    the writes done; ``thread``: only the writes that thread recorded (threading.get_ident)."""
     out, keep = [], []
     for w in alloc.writers:
         m = w.handle(alloc)
         if m is not None:
             keep.append(w)
-            if m is not exclude:
+            if m is not exclude and (thread is None or w.thread == thread):
                 out.append(m)
     alloc.writers = keep
     if not keep:
@@ -269,8 +298,9 @@ def before_write(alloc, whole=False, exclude=None, writing=None):
 
 # ---------------------------------------------------------------- flush and execution
 
-def flush(requested=()):
-    """Compute the requested pending results together with every pending sink.
+def flush(requested=(), everyone=False):
+    """Compute the requested pending results together with the calling thread's pending sinks
+    (``everyone``: every thread's — before the backend or device changes).
 
     If planning or a launch fails, the error reaches the caller and the results of that flush
     leave the pending list (they stay lazy: asking for one again retries it), so one bad
@@ -278,7 +308,7 @@ def flush(requested=()):
     """
     with STATE.lock, nvtx_range("lazycv flush"):
         try:
-            _flush(requested)
+            _flush(requested, everyone)
         finally:
             streams.CURRENT = None               # (the stream of the flush's last launch)
             if STATE.foreign_streams:
@@ -299,13 +329,13 @@ def foreign_stream_call(stream):
         STATE.foreign_streams[id(h)] = h
 
 
-def _flush(requested):
+def _flush(requested, everyone=False):
     """flush's work (flush holds the lock)."""
     rec = ir.new_recording()
     # a view of a pending result lives in its parent's memory: the parent is computed
     requested = [_owner(m) for m in requested]
     mats, have = [], set()
-    for m in live_pending() + requested:
+    for m in live_pending(everyone) + requested:
         m = _owner(m)
         if m._node is not None and id(m) not in have:
             mats.append(m)
@@ -427,6 +457,8 @@ def _let_go_of_history():
     getrefcount = sys.getrefcount
     for n in STATE.computed:
         n.inputs = ()
+        if n.rgen:
+            ir.closed_by_flush(n)
         # a computed node another node took as an input: that one reads its memory (ir.READERS);
         # held only by this list, the loop and the call, it has no consumer
         if getrefcount(n) > _ALONE:
@@ -458,7 +490,8 @@ def _run_unfused(sinks, error):
 def _forget(sinks):
     """A failed flush's results leave the pending list (asking for one again retries it)."""
     failed = {id(m) for m in sinks if m._node is not None}
-    STATE.pending = [r for r in STATE.pending if id(r()) not in failed]
+    for lst, _ in STATE.threads.values():
+        lst[:] = [r for r in lst if id(r()) not in failed]
 
 
 def _run_program(replay, rec, mats):

@@ -35,7 +35,7 @@ def setDevice(device):
 
 
 def resetDevice():
-    runtime.flush()
+    runtime.flush(everyone=True)
 
 
 def printShortCudaDeviceInfo(device):

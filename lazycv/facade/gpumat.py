@@ -251,7 +251,7 @@ class GpuMat:
         m._node = node
         m._src = m._parent = m._views = m._stream = None
         # runtime.register_pending, inline: this runs for every recorded call
-        STATE.pending.append(weakref.ref(m))
+        runtime.THREAD.pending.append(weakref.ref(m))
         STATE.since_flush += 1
         if STATE.since_flush > runtime.AUTO_FLUSH_OPS:
             runtime.flush()
@@ -334,7 +334,7 @@ class GpuMat:
                 not (y0 <= self._y0 and self._y0 + self._rows <= y0 + n.rows and
                      x0 <= self._x0 and self._x0 + self._cols <= x0 + n.cols):
             return None
-        if last is not None and last.rgen == ir.RECORDING.gen and last.result is None and \
+        if last is not None and last.rgen == ir.recording().gen and last.result is None and \
                 (last.rows, last.cols) == (self._rows, self._cols):
             return last                  # one node a recording (64 frames dividing by one std)
         c = Node(n.op, (), n.static, n.dyn, self._rows, self._cols, n.depth, n.cn)
