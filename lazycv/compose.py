@@ -490,7 +490,7 @@ class Pipeline:
                 return None                      # (a constant image is a node, not memory)
             values.append(v)
         # the tables hold each item's sizes: a batch of other sizes (new ROIs) is another program
-        key = (batch_key(values), STATE.resize_mapping, STATE.backend_name, STATE.fuse)
+        key = (batch_key(values), STATE.resize_mapping, STATE.backend, STATE.fuse)   # (per device)
         items = self.writer.device and not self.writer.tensor
         prog = self._programs.get(key, False)
         if prog is None:

@@ -29,10 +29,11 @@ class Allocation:
     since (runtime.before_write and runtime.export forget it): a read of that region can take
     the values instead of loading the memory (GpuMat._constant).
     """
-    __slots__ = ("buf", "exported", "writers", "foreign", "cols", "constant", "__weakref__")
+    __slots__ = ("buf", "exported", "writers", "foreign", "cols", "constant", "device", "__weakref__")
 
     def __init__(self, buf, foreign=None, cols=None):
         self.buf = buf
+        self.device = _THREAD.device      # the device the memory is on (cv2.cuda.setDevice)
         self.cols = cols           # width in pixels when rows are padded (foreign memory)
         self.exported = foreign is not None
         self.writers = []          # PendingWrite records: writes recorded into this memory
@@ -95,7 +96,7 @@ class Node:
     """One recorded op. ``result`` is set once the node has been computed into memory, so other
     pending consumers read it rather than computing it again."""
     __slots__ = ("op", "inputs", "static", "dyn", "rows", "cols", "depth", "cn", "result",
-                 "height", "seq", "rgen", "rpos", "__weakref__")
+                 "height", "seq", "rgen", "rpos", "device", "__weakref__")
     is_source = False
 
     def __init__(self, op, inputs, static, dyn, rows, cols, depth, cn):
@@ -104,6 +105,8 @@ class Node:
         self.rows, self.cols, self.depth, self.cn = rows, cols, depth, cn
         self.result = None
         self.rgen = 0
+        if MULTI_DEVICE:
+            self.device = _THREAD.device
         h = 0
         rec = _THREAD.rec
         recording = rec.open
@@ -140,6 +143,12 @@ class Node:
 
     def __repr__(self):
         return f"Node({self.op.name}{self.static} -> {self.rows}x{self.cols}x{self.cn} d{self.depth})"
+
+
+def device_of(value):
+    """The device whose memory ``value`` reads: a node recorded after MULTI_DEVICE carries its
+    thread's device (``device``, unset before), memory its allocation's (Source has none: 0)."""
+    return getattr(value, "device", 0)
 
 
 class Recording:
@@ -224,12 +233,22 @@ class Recording:
 OPEN = weakref.WeakValueDictionary()
 
 
-class _ThreadRecording(threading.local):
+class _Thread(threading.local):
+    """What is per thread: the open recording and the current device (CUDA's is per thread)."""
+
     def __init__(self):
         self.rec = Recording()
+        self.device = 0
 
 
-_THREAD = _ThreadRecording()
+_THREAD = _Thread()
+# True once a device other than 0 was selected: from then on, nodes and memory carry their
+# device and an op reading another device's data is an error (a single-GPU process never checks)
+MULTI_DEVICE = False
+
+
+def current_device():
+    return _THREAD.device
 
 
 def recording():

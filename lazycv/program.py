@@ -194,7 +194,7 @@ class FlushProgram(_FlushProgramBase):
                 len(a) != len(b) for a, b in zip(members_by_kind, launch)):
             return None
         prog = cls()
-        prog.backend = STATE.backend_name
+        prog.backend = STATE.backend            # (the device's instance: tables live in its memory)
         prog.compiled, prog.max_h, prog.max_w = record.compiled, record.max_h, record.max_w
         prog.n = sum(len(kind) for kind in launch)
         prog.ti, prog.tf = record.ti.copy(), record.tf.copy()
@@ -254,7 +254,7 @@ class FlushProgram(_FlushProgramBase):
         """Launch for the new recording's ``values`` (by position) and bind the results to the
         sinks among ``mats`` (the live pending mats, in the key's order). False (nothing done)
         when a value the launch needs is gone or the backend is another."""
-        if STATE.backend_name != self.backend:
+        if STATE.backend is not self.backend:
             return False
         try:
             fills = self._fills(values)
@@ -338,7 +338,7 @@ class SingleFlushProgram(_FlushProgramBase):
             return None
         vals = entry[1]
         prog = cls()
-        prog.backend = STATE.backend_name
+        prog.backend = STATE.backend            # (the device's instance: tables live in its memory)
         prog.compiled, prog.rows, prog.cols = compiled, kernel.rows, kernel.cols
         prog.recipe = [(0, vals[item[1]], 0) if item[0] == "src" else
                        (1, vals[item[1]], (item[2], DYN_CONVERT[item[3]])) for item in compiled.recipe]
@@ -359,7 +359,7 @@ class SingleFlushProgram(_FlushProgramBase):
 
     def run(self, values, mats):
         """As FlushProgram.run."""
-        if STATE.backend_name != self.backend:
+        if STATE.backend is not self.backend:
             return False
         args = []
         try:

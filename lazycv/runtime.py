@@ -44,7 +44,7 @@ class State:
         self.lock = threading.RLock()
         self.enabled = False
         self.backend_name = None
-        self.backend = None
+        self.backends = {}                   # device -> the backend's instance (backends.get)
         self.fuse = True
         self.resize_mapping = "opencv-cpu"
         # each thread's pending list (_ThreadPending), by id: [list, weak ref to the thread]
@@ -70,6 +70,15 @@ class State:
         # streams of other code (wrapStream) that calls named since the last flush, by id:
         # each waits for the flush's launches (foreign_stream_call)
         self.foreign_streams = {}
+
+    @property
+    def backend(self):
+        """The active backend of the calling thread's current device (None before one is
+        selected)."""
+        be = self.backends.get(ir._THREAD.device)
+        if be is None and self.backend_name is not None:
+            be = self.backends[ir._THREAD.device] = backends.get(self.backend_name, ir._THREAD.device)
+        return be
 
     def kernel_cache(self):
         c = self.caches.get(self.backend_name)
@@ -115,10 +124,40 @@ def select_backend(name=None):
     with STATE.lock:
         if STATE.backend_name != name:
             flush(everyone=True)
-        STATE.backend = backends.get(name)
-        STATE.device_bytes = None
+        STATE.backends = {}
         STATE.backend_name = name
+        if ir._THREAD.device >= device_count():
+            ir._THREAD.device = 0
+        STATE.device_bytes = None
     return STATE.backend
+
+
+def device_count():
+    """Devices the active backend presents: the GPUs, or the CPU backend's virtual devices
+    (``LAZYCV_CPU_DEVICES``, default 1: each with its own memory pool and kernels' launch
+    state, so multi-GPU code paths run and are tested without GPUs)."""
+    if STATE.backend_name == "cuda":
+        return len(backends.get("cuda").cuda.gpus)
+    try:
+        n = int(os.environ.get("LAZYCV_CPU_DEVICES", "1"))
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"lazycv: LAZYCV_CPU_DEVICES must be a positive integer, got "
+                         f"{os.environ.get('LAZYCV_CPU_DEVICES')!r}")
+    return n
+
+
+def set_device(device):
+    """Make ``device`` the calling thread's current device (cv2.cuda.setDevice); the thread's
+    pending work is computed first, on the device it was recorded for."""
+    if device == ir._THREAD.device:
+        return
+    flush()
+    ir._THREAD.device = device
+    ir.MULTI_DEVICE = True
+    if STATE.backend_name == "cuda":
+        STATE.backend.cuda.select_device(device)
 
 
 def backend():
@@ -308,7 +347,11 @@ def flush(requested=(), everyone=False):
     """
     with STATE.lock, nvtx_range("lazycv flush"):
         try:
-            _flush(requested, everyone)
+            pending = live_pending(everyone)
+            if ir.MULTI_DEVICE:
+                _flush_by_device(requested, pending)
+            else:
+                _flush(requested, pending)
         finally:
             streams.CURRENT = None               # (the stream of the flush's last launch)
             if STATE.foreign_streams:
@@ -329,13 +372,36 @@ def foreign_stream_call(stream):
         STATE.foreign_streams[id(h)] = h
 
 
-def _flush(requested, everyone=False):
-    """flush's work (flush holds the lock)."""
+def device_of(m):
+    """The device a GpuMat's data is (or will be) on."""
+    m = _owner(m)
+    return ir.device_of(m._node) if m._node is not None else m._alloc.device if m._alloc is not None else 0
+
+
+def _flush_by_device(requested, pending):
+    """A flush once several devices are in use: each device's results are planned and launched
+    on that device (the calling thread's last)."""
+    here = ir._THREAD.device
+    groups = {}
+    for m in pending:
+        groups.setdefault(device_of(m), ([], []))[1].append(m)
+    for m in requested:
+        groups.setdefault(device_of(m), ([], []))[0].append(m)
+    for device, (req, pend) in groups.items():
+        if device != here:
+            with on_device(device):
+                _flush(req, pend)
+    req, pend = groups.get(here, ((), ()))
+    _flush(list(req), list(pend))
+
+
+def _flush(requested, pending):
+    """flush's work (flush holds the lock): ``requested`` and the ``pending`` mats' sinks."""
     rec = ir.new_recording()
     # a view of a pending result lives in its parent's memory: the parent is computed
     requested = [_owner(m) for m in requested]
     mats, have = [], set()
-    for m in live_pending(everyone) + requested:
+    for m in list(pending) + requested:
         m = _owner(m)
         if m._node is not None and id(m) not in have:
             mats.append(m)
@@ -347,7 +413,8 @@ def _flush(requested, everyone=False):
     req = {id(m) for m in requested}
     key = STATE.plans.replay_key(rec, mats, req, STATE.fuse)
     replay = STATE.plans.replay(key, STATE.stats)
-    if replay is not None and replay.program and _run_program(replay, rec, mats):
+    # (not while a batch program is captured: its capture sees launches, not a replayed program)
+    if replay is not None and replay.program and STATE.capture is None and _run_program(replay, rec, mats):
         _let_go_of_history()
         return
     if replay is not None:
@@ -422,6 +489,23 @@ def check_fits(func, rows, cols, depth, cn):
     if nbytes > available:
         raise cv_error(func, f"a {cols}x{rows} output of {cn} channel(s) needs {nbytes / 2 ** 30:.1f} GiB, more "
                              f"than the {available / 2 ** 30:.1f} GiB the device has available", StsNoMem)
+
+
+@contextlib.contextmanager
+def on_device(device):
+    """Run the block with ``device`` current in the calling thread (a flush of another
+    device's results)."""
+    prev = ir._THREAD.device
+    if device == prev:
+        yield
+        return
+    ir._THREAD.device = device
+    ctx = STATE.backend.cuda.gpus[device] if STATE.backend_name == "cuda" else contextlib.nullcontext()
+    try:
+        with ctx:
+            yield
+    finally:
+        ir._THREAD.device = prev
 
 
 def device_memory():

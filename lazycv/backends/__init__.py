@@ -17,8 +17,10 @@ def cuda_usable():
         return False
 
 
-def get(name):
-    b = _INSTANCES.get(name)
+def get(name, device=0):
+    """The backend ``name`` of ``device``: one instance a device, so memory pools, launch
+    handles and streams are the device's own (the CPU backend's devices are virtual ones)."""
+    b = _INSTANCES.get((name, device))
     if b is None:
         if name == "cpu":
             from .cpu import CpuBackend
@@ -28,5 +30,6 @@ def get(name):
             b = CudaBackend(simulator=(name == "cuda-sim"))
         else:
             raise ValueError(f"lazycv: unknown backend {name!r}; expected one of {NAMES}")
-        _INSTANCES[name] = b
+        b.device = device
+        _INSTANCES[name, device] = b
     return b

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from .. import runtime
+from .. import ir, runtime
 from .._types import DEPTH_DTYPE, host_shape, split_type
 from ..errors import StsBadArg, StsNotImplemented, StsOutOfRange, cv_error
 from ..ops.common import int_arg
@@ -12,26 +12,24 @@ from ..runtime import STATE
 
 
 def getCudaEnabledDeviceCount():
-    be = runtime.backend()
-    if STATE.backend_name == "cuda":
-        return len(be.cuda.gpus)
-    return 1
+    runtime.backend()
+    return runtime.device_count()
 
 
 def getDevice():
-    be = runtime.backend()
-    if STATE.backend_name == "cuda":
-        return be.cuda.get_current_device().id
-    return 0
+    """The calling thread's current device (as in CUDA, each thread has its own)."""
+    runtime.backend()
+    return ir.current_device()
 
 
 def setDevice(device):
+    """Select the calling thread's device: memory allocated and kernels launched from now on
+    are that device's; the thread's pending work runs first, where it was recorded."""
+    device = int_arg("setDevice", device, "device")
     n = getCudaEnabledDeviceCount()
-    if not 0 <= int(device) < n:
+    if not 0 <= device < n:
         raise cv_error("setDevice", f"device {device} is out of range [0, {n})", StsOutOfRange)
-    if STATE.backend_name == "cuda":
-        runtime.flush()
-        runtime.backend().cuda.select_device(int(device))
+    runtime.set_device(device)
 
 
 def resetDevice():

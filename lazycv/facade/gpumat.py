@@ -304,6 +304,8 @@ class GpuMat:
 
     def _value(self, func="", name="src"):
         """This mat as an input of a new node: its pending node, or a snapshot of its memory."""
+        if ir.MULTI_DEVICE:
+            self._check_device(func, name)
         if self._node is not None:
             if self._alloc is None or id(self._alloc.buf) not in source_bufs([self._node]):
                 return self._node
@@ -323,6 +325,15 @@ class GpuMat:
             s = self._src = Source(self._alloc.buf, self._y0, self._x0, self._rows, self._cols,
                                    self._depth, self._cn)
         return s
+
+    def _check_device(self, func, name):
+        """A kernel reads memory of the current device only (OpenCV would fault or read
+        garbage: a GpuMat of another device must be copied over, e.g. by download/upload)."""
+        if (self._node is not None or self._alloc is not None) and \
+                runtime.device_of(self) != ir.current_device():
+            raise cv_error(func, f"{name} is on device {runtime.device_of(self)}, but the current device is "
+                                 f"{ir.current_device()} (cv2.cuda.setDevice): copy it to this device first",
+                           StsBadArg)
 
     def _constant(self):
         """A fill node of this mat's region when its memory holds a fill's values (setTo, and
