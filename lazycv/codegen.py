@@ -197,12 +197,15 @@ class Emitter:
 
 
 class Compiled:
-    """A compiled kernel and the recipe that turns a matching graph into its arguments."""
-    __slots__ = ("fn", "recipe", "source", "n_outputs", "source_reads", "name")
+    """A compiled kernel and the recipe that turns a matching graph into its arguments.
+    ``reduce``: None for a map kernel; a reduction's (kind, width) (:class:`Fold`), whose launch
+    takes its partials buffer and its statistic after the recipe's arguments."""
+    __slots__ = ("fn", "recipe", "source", "n_outputs", "source_reads", "name", "reduce")
 
-    def __init__(self, fn, recipe, source, n_outputs, source_reads, name):
+    def __init__(self, fn, recipe, source, n_outputs, source_reads, name, reduce=None):
         self.fn, self.recipe, self.source = fn, recipe, source
         self.n_outputs, self.source_reads, self.name = n_outputs, source_reads, name
+        self.reduce = reduce
 
 
 def emit_body(layout, prefix="", spellings=None):
@@ -223,6 +226,57 @@ def emit_body(layout, prefix="", spellings=None):
         for c, var in enumerate(outs[k]):
             em.lines.append(f"{o}[{ix.format(f'_{p}or{k}')}, {ix.format(f'_{p}oc{k} + {c}')}] = {var}")
     return em
+
+
+class Fold:
+    """What a reduction's kernel adds up per input pixel (a reducing op's ``fold`` returns it).
+
+    ``kind`` "sum": ``terms`` are (accumulator, float64 expression) pairs, added in order;
+    "minmax": ``terms`` are (float64 value, int index) pairs folded into (min, max, index of
+    min, index of max) — smaller (larger) wins, then the smaller index; NaN never wins; an index
+    of -1 means none. ``cond``: the pixel counts only where this expression is true (a mask);
+    None: everywhere. ``width``: the statistic's channels (the accumulators; 4 for minmax)."""
+    __slots__ = ("kind", "terms", "cond", "width")
+
+    def __init__(self, kind, terms, width, cond=None):
+        self.kind, self.terms, self.width, self.cond = kind, terms, width, cond
+
+    def lines(self):
+        """(a thread's or a row's start: accumulators at their empty values, the lines that fold
+        one pixel in, the accumulators in the statistic's channel order). Their names end in no
+        digit, or in one no Emitter name has (Emitter names: a prefix and a number >= 1)."""
+        if self.kind == "sum":
+            accs = [f"_acc{k}" for k in range(self.width)]
+            init = [f"{a} = 0.0" for a in accs]
+            step = [f"_acc{k} += {t}" for k, t in self.terms]
+        else:
+            accs = ["_min", "_max", "_imin", "_imax"]
+            init = ["_min = 0.0", "_max = 0.0", "_imin = -1", "_imax = -1"]
+            step = []
+            for v, i in self.terms:
+                step += [f"if better_min({v}, {i}, _min, _imin):", f"    _min = {v}", f"    _imin = {i}",
+                         f"if better_max({v}, {i}, _max, _imax):", f"    _max = {v}", f"    _imax = {i}"]
+        if self.cond is not None:
+            step = [f"if {self.cond}:"] + ["    " + ln for ln in step]
+        return init, step, accs
+
+
+def generate_reduce(layout, backend):
+    """A reduction's kernel: one pass over its input's pixels (the kernel's H x W) with the
+    pending chain that computes them fused in, each pixel folded into accumulators
+    (:class:`Fold`) and the accumulators left as partials in ``P`` (backend.reduce_frame); the
+    launch folds the partials into the statistic (backends/reduce_kernels.fold).
+    Returns (emitter, source, (kind, width))."""
+    from .backends import reduce_kernels
+    em = Emitter(layout, spellings=backend.spellings)
+    node = layout.values[layout.outputs[0][0]]
+    fold = node.op.fold(em, node, "y", "x")
+    if fold.kind == "minmax":
+        em.use_function("better_min", reduce_kernels._better_min, "lazycv.reduce_kernels 1")
+        em.use_function("better_max", reduce_kernels._better_max, "lazycv.reduce_kernels 1")
+    em.params.append("P")
+    frame = backend.reduce_frame(em.params, *split_row_invariant(em.lines), fold)
+    return em, _with_header(em, frame, layout.signature), (fold.kind, fold.width)
 
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -436,12 +490,16 @@ class KernelCache:
             hit = self._kernels.get(layout.signature)
             if hit is not None:
                 return hit
-            em, source = generate(layout, self.backend.kernel_frame, self.backend.spellings)
+            reduce, out = None, layout.values[layout.outputs[0][0]]
+            if not out.is_source and out.op.reduces:
+                em, source, reduce = generate_reduce(layout, self.backend)
+            else:
+                em, source = generate(layout, self.backend.kernel_frame, self.backend.spellings)
             fn, name, from_disk = _load(source, self.backend.name,
                                         {n: self.backend.device_function(f) for n, (f, _) in em.globals.items()})
             self.backend.debug_source(name, source)
             hit = Compiled(fn, tuple(em.recipe), source, len(layout.outputs),
-                           dict(em.source_reads), name)
+                           dict(em.source_reads), name, reduce)
             self._kernels[layout.signature] = hit
             stats["disk_cache_hits" if from_disk else "compiles"] += 1
             note_compile(layout.signature, from_disk)

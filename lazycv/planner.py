@@ -15,6 +15,11 @@ Rules (docs/architecture.md explains them):
    planes of one split) share one kernel, so the common part is computed once per pixel.
    Independent chains get their own kernels (which horizontal batching may launch together).
 6. ``fuse=False`` (eager mode) hard-cuts every node: one kernel per op, as OpenCV's CUDA module.
+7. A reduction (``OpDef.reduces``: normalize's statistic, minMax, sum, ...) is a kernel of its
+   own, over its input's pixels: its input's pending chain fuses into it as into a consumer
+   (a resize's pixel is computed in registers and folded in, never written), and its result, a
+   small statistic, is a hard cut: the map that uses it (normalize's scale) reads it from
+   memory in a later phase. It shares no kernel with a map (their loops differ).
 """
 from .ir import resolved, walk
 
@@ -22,19 +27,24 @@ DEPTH_CUT = 64
 
 
 class Kernel:
-    """One launch: ``outputs`` are values written to memory, all of size ``rows x cols``."""
+    """One launch: ``outputs`` are values written to memory, all of size ``rows x cols`` — or a
+    reduction's one statistic, computed over ``rows x cols`` input pixels (``reduces``)."""
     __slots__ = ("outputs", "rows", "cols", "nodes", "level")
 
     def __init__(self, rows, cols, level):
         self.rows, self.cols, self.level = rows, cols, level
         self.outputs, self.nodes = [], []
 
+    @property
+    def reduces(self):
+        return self.outputs[0].op.reduces
+
 
 def hard_cuts(nodes, fuse):
     """ids of nodes whose consumers must read them from memory."""
     if not fuse:
         return {id(n) for n in nodes}
-    hard, under = set(), {}
+    hard, under = {id(n) for n in nodes if n.op.reduces}, {}
     for n in reversed(nodes):                      # consumers before producers
         if id(n) not in hard and n.height % DEPTH_CUT == DEPTH_CUT - 1:
             hard.add(id(n))
@@ -91,6 +101,8 @@ def plan(sink_values, fuse=True):
         if id(n) not in is_output:
             continue
         parent[id(n)] = id(n)
+        if n.op.reduces:
+            continue                               # (its own kernel: welds no maps together)
         for m in region[id(n)]:
             if const[id(m)] and m is not n:
                 continue
@@ -106,10 +118,15 @@ def plan(sink_values, fuse=True):
     for n in nodes:
         if id(n) not in is_output:
             continue
-        key = (level[id(n)], n.rows, n.cols, root(id(n))) if fuse else (level[id(n)], id(n))
+        if n.op.reduces:                           # over its input's pixels
+            src = resolved(n.inputs[0])
+            key, rows, cols = ("reduce", id(n)), src.rows, src.cols
+        else:
+            key = (level[id(n)], n.rows, n.cols, root(id(n))) if fuse else (level[id(n)], id(n))
+            rows, cols = n.rows, n.cols
         k = kernels.get(key)
         if k is None:
-            k = kernels[key] = Kernel(n.rows, n.cols, level[id(n)])
+            k = kernels[key] = Kernel(rows, cols, level[id(n)])
         k.outputs.append(n)
         have = {id(m) for m in k.nodes}
         k.nodes.extend(m for m in region[id(n)] if id(m) not in have)

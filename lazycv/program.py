@@ -334,8 +334,8 @@ class SingleFlushProgram(_FlushProgramBase):
         """``kernel``/``layout``: the flush's one kernel as it ran; ``entry``: its plan entry
         in positions (kernel index, value positions, ...)."""
         compiled = STATE.kernel_cache().compiled(layout)
-        if compiled is None:
-            return None
+        if compiled is None or compiled.reduce is not None:
+            return None                   # (a reduction's launch takes partials: the general path)
         vals = entry[1]
         prog = cls()
         prog.backend = STATE.backend            # (the device's instance: tables live in its memory)

@@ -636,7 +636,7 @@ def execute(sinks, plan):
     STATE.fused_seen.clear()
     for phase in phases:
         for kinds in phase:
-            if len(kinds) == 1 and len(kinds[0]) == 1 and STATE.capture is None:
+            if len(kinds) == 1 and len(kinds[0]) == 1 and (STATE.capture is None or kinds[0][0][0].reduces):
                 _launch_single(*kinds[0][0], by_node)    # (a batch program needs the batched form)
                 continue
             chunks = _select_chunks(kinds)
@@ -691,7 +691,7 @@ def launch_plan(kernels, by_node=None, fuse=None):
             if k.level != level:
                 continue
             layout = codegen.KernelLayout([(n, None) for n in k.outputs], {id(n) for n in k.nodes})
-            batchable = fuse and all(
+            batchable = fuse and not k.reduces and all(
                 not any(m._alloc is not None for m in by_node.get(id(n), ())) for n in k.outputs)
             if batchable:
                 groups.setdefault(layout.signature, []).append((k, layout))
@@ -789,8 +789,7 @@ def _launch_single(k, layout, by_node):
             alloc, y0, x0 = None, 0, 0
         buf = alloc.buf if alloc else be.alloc(n.rows, n.cols * n.cn, DEPTH_DTYPE[n.depth])
         outputs.append((n, buf, y0, x0, alloc))
-    _launch(k, layout, [o[:4] for o in outputs])
-    STATE.stats["kernels_launched"] += 1
+    STATE.stats["kernels_launched"] += _launch(k, layout, [o[:4] for o in outputs])
     _finish_kernel(k, outputs, by_node)
 
 
@@ -888,8 +887,14 @@ def _launch_batch(kinds, by_node, min_select=1):
 
 
 def _launch(kernel, layout, outputs):
+    """Launch one kernel; returns how many launches that took."""
     be = STATE.backend
     compiled = STATE.kernel_cache().get(layout, STATE.stats)
+    if compiled.reduce is not None:       # a reduction: its partials, folded into the statistic
+        part = be.reduce_partials(kernel.rows, kernel.cols, compiled.reduce[1])
+        with nvtx_range("lazycv launch"):
+            be.launch(compiled, kernel.rows, kernel.cols, gather_args(compiled.recipe, layout) + (part, outputs[0][1]))
+        return be.reduce_launches
     # In-place safety: an output buffer that the kernel also reads is fine only when every read
     # of it is at the output pixel itself; otherwise compute into a temporary and copy.
     copies = []
@@ -914,6 +919,7 @@ def _launch(kernel, layout, outputs):
         be.launch(compiled, kernel.rows, kernel.cols, args)
     for src, buf, y0, x0 in copies:
         copy_region(src, buf, y0, x0)
+    return 1
 
 
 # how a dyn parameter of each kind becomes a kernel argument (also lazycv.program)

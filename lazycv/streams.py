@@ -102,7 +102,8 @@ def key(stream):
 
 def select(by_node, kernels):
     """The stream of the launch computing ``kernels`` (the runtime's flush): the first output
-    result that named one."""
+    result that named one; for kernels whose outputs no result names (an intermediate: a hard
+    cut, a reduction's statistic), the first of the flush's results that named one."""
     global CURRENT
     watch(STATE.backend)
     for k in kernels:
@@ -111,6 +112,12 @@ def select(by_node, kernels):
                 s = m._stream
                 if s is not None:
                     CURRENT = key(s)
+                    return
+    if not any(id(n) in by_node for k in kernels for n in k.outputs):
+        for mats in by_node.values():
+            for m in mats:
+                if m._stream is not None:
+                    CURRENT = key(m._stream)
                     return
     CURRENT = None
 

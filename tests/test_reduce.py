@@ -6,6 +6,8 @@ import pytest
 
 import lazycv
 
+from lazycv.ops.reduce import reference_normalize
+
 from .conftest import SIM, assert_close, assert_fused_equals_eager, rand_image, run_both, upload
 
 ALL = {cv2.CV_8U: np.uint8, cv2.CV_8S: np.int8, cv2.CV_16U: np.uint16, cv2.CV_16S: np.int16,
@@ -168,9 +170,11 @@ def test_normalize_into_dst_with_mask_keeps_the_rest(rng):
 
 
 @pytest.mark.sim
-def test_normalize_after_resize_is_reduce_phase_plus_fused_map(rng):
-    """The statistic never reaches the host: one resize kernel (materialised for the reduce),
-    the reduce kernel, then one fused map (normalize + the convert after it)."""
+def test_normalize_after_resize_is_one_reduce_phase_plus_one_fused_map(rng):
+    """The statistic never reaches the host and the resize is never written: the reduce kernel
+    computes the resize's pixels in registers and folds them in (plus the fold of its blocks'
+    partials on CUDA), then one fused map (the resize again, normalize and the convert after
+    it) reads the statistic from device memory. Recording launches nothing."""
     src = rand_image(rng, 9, 12, 1, np.uint8) if SIM else rand_image(rng, 40, 60, 1, np.uint8)
     dsize = (5, 4) if SIM else (31, 17)
 
@@ -183,16 +187,190 @@ def test_normalize_after_resize_is_reduce_phase_plus_fused_map(rng):
         host = out.download()
         return host, before, dict(lazycv.stats())
 
-    (fused, before, after), (eager, _, eager_after) = run_both(pipeline)
+    (fused, before, after), (eager, eager_before, eager_after) = run_both(pipeline)
+    assert before["kernels_launched"] == eager_before["kernels_launched"] == 0
     assert before["bytes_d2h"] == 0
     assert after["bytes_d2h"] == fused.nbytes
     reduce_launches = 1 if lazycv.backend() == "cpu" else 2
-    assert after["kernels_launched"] == 2 + reduce_launches
-    assert eager_after["kernels_launched"] == 3 + reduce_launches     # eager: normalize and convert apart
+    assert after["kernels_launched"] == 1 + reduce_launches
+    assert eager_after["kernels_launched"] == 3 + reduce_launches     # eager: resize, normalize, convert apart
     assert_fused_equals_eager(fused, eager)
     r = cv2.resize(src, dsize)
     ref = cv2.normalize(r, None, 0, 1, cv2.NORM_MINMAX, cv2.CV_32F)
     assert_close(fused, np.clip(np.rint(ref.astype(np.float64) * 255), 0, 255).astype(np.uint8), 1)
+
+
+RESIZE_SRC, RESIZE_TO = ((12, 10), (7, 5)) if SIM else ((23, 31), (17, 13))
+
+
+def _reduction_calls(g, mask, other):
+    """Every fused reduction of ``g`` (pending), as host numbers and device results."""
+    def dev(m):
+        return m.download().reshape(-1).tolist()
+    out = {"minMaxLoc": cv2.cuda.minMaxLoc(g), "minMaxLoc mask": cv2.cuda.minMaxLoc(g, mask),
+           "sum": cv2.cuda.sum(g), "sum mask": cv2.cuda.sum(g, mask), "absSum": cv2.cuda.absSum(g),
+           "sqrSum": cv2.cuda.sqrSum(g, mask), "countNonZero": cv2.cuda.countNonZero(g),
+           "findMinMax": dev(cv2.cuda.findMinMax(g)), "calcSum": dev(cv2.cuda.calcSum(g, mask=mask))}
+    for nt in (cv2.NORM_L1, cv2.NORM_L2, cv2.NORM_INF):
+        out[f"norm {nt}"] = cv2.cuda.norm(g, nt)
+        out[f"norm {nt} mask"] = cv2.cuda.norm(g, nt, mask)
+        out[f"norm {nt} diff"] = cv2.cuda.norm(g, other, nt)
+        out[f"calcNorm {nt}"] = dev(cv2.cuda.calcNorm(g, nt))
+    if g.depth() in (cv2.CV_8U, cv2.CV_32F):
+        out["meanStdDev"] = cv2.cuda.meanStdDev(g)
+        out["meanStdDev mask"] = cv2.cuda.meanStdDev(g, mask=mask)
+    return out
+
+
+def _reference_calls(r, mask, other):
+    """CPU OpenCV's answers for the pixels ``r`` (what _reduction_calls reduces)."""
+    f = r.astype(np.float64)
+    sel = f[mask != 0]
+    lo, hi = cv2.minMaxLoc(r)[:2]
+    depth_int = r.dtype.kind != "f"
+    out = {"minMaxLoc": cv2.minMaxLoc(r), "minMaxLoc mask": cv2.minMaxLoc(r, mask),
+           "sum": (f.sum(), 0.0, 0.0, 0.0), "sum mask": (sel.sum(), 0.0, 0.0, 0.0),
+           "absSum": (np.abs(f).sum(), 0.0, 0.0, 0.0), "sqrSum": ((sel * sel).sum(), 0.0, 0.0, 0.0),
+           "countNonZero": cv2.countNonZero(r),
+           "findMinMax": [lo, hi], "calcSum": [sel.sum()]}
+    for nt in (cv2.NORM_L1, cv2.NORM_L2, cv2.NORM_INF):
+        out[f"norm {nt}"] = cv2.norm(r, nt)
+        out[f"norm {nt} mask"] = cv2.norm(r, nt, mask=mask)
+        # (CPU takes a 32F difference in float; the reference in double keeps the tolerance tight)
+        out[f"norm {nt} diff"] = cv2.norm(f, other.astype(np.float64), nt)
+        out[f"calcNorm {nt}"] = [cv2.norm(r, nt)]
+    if r.dtype in (np.uint8, np.float32):
+        m, sd = cv2.meanStdDev(r)
+        out["meanStdDev"] = ((m[0, 0], 0.0, 0.0, 0.0), (sd[0, 0], 0.0, 0.0, 0.0))
+        m, sd = cv2.meanStdDev(r, mask=mask)
+        out["meanStdDev mask"] = ((m[0, 0], 0.0, 0.0, 0.0), (sd[0, 0], 0.0, 0.0, 0.0))
+    return out, depth_int
+
+
+def _assert_calls_match(got, ref, integer_pixels):
+    """Locations, extremes and counts exactly, and for integer pixels also sums and L1/INF norms
+    (double sums of integers are exact); L2 norms (a root), means and float sums within 1e-6."""
+    assert got.keys() == ref.keys()
+    for name in ref:
+        words = name.split()
+        exact = words[0] in ("minMaxLoc", "countNonZero", "findMinMax") or \
+            (integer_pixels and words[0] != "meanStdDev" and str(cv2.NORM_L2) not in words)
+        if exact:
+            assert _numbers(got[name]).tolist() == _numbers(ref[name]).tolist(), name
+        else:
+            np.testing.assert_allclose(_numbers(got[name]), _numbers(ref[name]), rtol=1e-6, atol=1e-9, err_msg=name)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("depth", [cv2.CV_8U, cv2.CV_16S, cv2.CV_32F] if not SIM else [cv2.CV_8U])
+def test_reductions_of_a_pending_resize_match_cpu(rng, depth):
+    """Each fused reduction of a pending resize equals CPU OpenCV's on the resized pixels:
+    exactly for integer statistics (locations, counts, integer sums and L1/INF norms), within
+    1e-6 for float ones; and the resize itself is CPU cv2.resize's within SPEC's tolerance."""
+    (h, w), dsize = RESIZE_SRC, RESIZE_TO
+    src, other_src = rand_image(rng, h, w, 1, ALL[depth]), rand_image(rng, h, w, 1, ALL[depth])
+    src.flat[5] = 0                                       # (countNonZero has something to skip)
+    mask = _mask(rng, dsize[1], dsize[0])
+    r = cv2.cuda.resize(upload(src), dsize).download()    # the pixels the reductions fold
+    other = cv2.cuda.resize(upload(other_src), dsize).download()
+    assert_close(r, cv2.resize(src, dsize), 1 if depth != cv2.CV_32F else 1e-2)
+    got = _reduction_calls(cv2.cuda.resize(upload(src), dsize), upload(mask),
+                           cv2.cuda.resize(upload(other_src), dsize))
+    ref, depth_int = _reference_calls(r, mask, other)
+    _assert_calls_match(got, ref, depth_int)
+
+
+@pytest.mark.sim
+def test_fused_reductions_equal_eager_ones(rng):
+    """fuse=False runs the resize, then the reduction over its memory: the same numbers."""
+    (h, w), dsize = RESIZE_SRC, RESIZE_TO
+    src, other_src = rand_image(rng, h, w, 1, np.float32), rand_image(rng, h, w, 1, np.float32)
+    mask = _mask(rng, dsize[1], dsize[0])
+
+    def pipeline():
+        return _reduction_calls(cv2.cuda.resize(upload(src), dsize), upload(mask),
+                                cv2.cuda.resize(upload(other_src), dsize))
+    fused, eager = run_both(pipeline)
+    assert fused.keys() == eager.keys()
+    for name in fused:
+        assert_fused_equals_eager(_numbers(fused[name]), _numbers(eager[name]))
+
+
+def _numbers(v):
+    """A call's answer (numbers, tuples of them, locations) as one float64 array."""
+    if isinstance(v, (tuple, list)):
+        return np.concatenate([_numbers(x) for x in v]) if v else np.zeros(0)
+    return np.array([float(v)])
+
+
+@pytest.mark.sim
+def test_recording_a_device_reduction_launches_nothing(rng):
+    """The device forms (and normalize) are recorded like any op: nothing runs until a result
+    is asked for; then each statistic is one reduce phase over the pending chain."""
+    (h, w), dsize = RESIZE_SRC, RESIZE_TO
+    src = rand_image(rng, h, w, 1, np.uint8)
+    mask = upload(_mask(rng, dsize[1], dsize[0]))
+    g = upload(src)
+    lazycv.reset_stats()
+    r = cv2.cuda.resize(g, dsize)
+    results = [cv2.cuda.normalize(r, 0, 255, nt, -1, mask=m) for nt in (cv2.NORM_MINMAX, cv2.NORM_L1,
+                                                                         cv2.NORM_L2, cv2.NORM_INF)
+               for m in (None, mask)]
+    results += [cv2.cuda.calcSum(r), cv2.cuda.calcSqrSum(r, mask=mask), cv2.cuda.findMinMax(r),
+                cv2.cuda.findMinMaxLoc(r)[1], cv2.cuda.countNonZero(r, cv2.cuda_GpuMat()),
+                cv2.cuda.calcNorm(r, cv2.NORM_L2), cv2.cuda.meanStdDev(r, cv2.cuda_GpuMat())]
+    assert lazycv.stats()["kernels_launched"] == 0 and lazycv.stats()["bytes_d2h"] == 0
+    lazycv.materialize(*results)
+    assert "pending" in repr(r)                           # folded in registers, never written
+    ref = cv2.resize(src, dsize)
+    np.testing.assert_allclose(results[-2].download()[0, 0], cv2.norm(r.download(), cv2.NORM_L2), rtol=1e-9)
+    assert_close(results[0].download(), reference_normalize(r.download(), 0, 255, cv2.NORM_MINMAX, -1), 1)
+    assert_close(r.download(), ref, 1)
+
+
+@pytest.mark.sim
+def test_a_host_number_reduction_fuses_its_input_and_leaves_it_pending(rng):
+    """minMax of a pending resize: one reduce phase (its kernel, plus the fold on CUDA), the
+    resize computed in it and not written."""
+    (h, w), dsize = RESIZE_SRC, RESIZE_TO
+    src = rand_image(rng, h, w, 1, np.uint8)
+    r = cv2.cuda.resize(upload(src), dsize)
+    lazycv.reset_stats()
+    got = cv2.cuda.minMaxLoc(r)
+    assert lazycv.stats()["kernels_launched"] == (1 if lazycv.backend() == "cpu" else 2)
+    assert "pending" in repr(r)
+    assert got == cv2.minMaxLoc(r.download())
+
+
+def test_a_statistic_recorded_before_its_input_changes_reads_the_old_pixels(rng):
+    a, b = rand_image(rng, 6, 7, 1, np.uint8), rand_image(rng, 6, 7, 1, np.uint8)
+    g = upload(a)
+    s = cv2.cuda.calcSum(cv2.cuda.add(g, 1))
+    n = cv2.cuda.normalize(g, 0, 255, cv2.NORM_MINMAX, -1)
+    mm = cv2.cuda.findMinMax(g)
+    cv2.cuda.add(g, 5, dst=g)                             # in place: its readers run first
+    g.upload(b)                                           # the whole buffer
+    assert s.download()[0, 0] == cv2.sumElems(cv2.add(a, 1))[0]
+    assert_close(n.download(), cv2.normalize(a, None, 0, 255, cv2.NORM_MINMAX, -1), 1)
+    np.testing.assert_array_equal(mm.download(), [[a.min(), a.max()]])
+    assert cv2.cuda.minMax(g) == (float(b.min()), float(b.max()))
+
+
+@pytest.mark.sim
+def test_a_repeated_normalize_replays_its_plan_with_each_frames_statistic(rng):
+    """Frame after frame the same calls: the flush's plan is replayed (reduce kernel, then map)
+    and every frame's statistic is its own."""
+    (h, w), dsize = RESIZE_SRC, RESIZE_TO
+    frames = [rand_image(rng, h, w, 1, np.uint8) for _ in range(3)]
+    lazycv.reset_stats()
+    for f in frames:
+        g = upload(f)
+        out = cv2.cuda.normalize(cv2.cuda.resize(g, dsize), 0, 1, cv2.NORM_MINMAX, cv2.CV_32F).download()
+        lo, hi = cv2.cuda.minMax(cv2.cuda.resize(g, dsize))
+        r = cv2.cuda.resize(g, dsize).download()
+        assert (lo, hi) == cv2.minMaxLoc(r)[:2]
+        assert_close(out, cv2.normalize(r, None, 0, 1, cv2.NORM_MINMAX, cv2.CV_32F), 1e-6, rel=1e-6)
+    assert lazycv.stats()["plan_hits"] >= 4
 
 
 @pytest.mark.parametrize("sim_ok", [pytest.param(True, marks=pytest.mark.sim)])

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..codegen import assigned, names, split_column_invariant
 from ..memory import host_free_bytes, host_pool, pool_cap
+from . import reduce_kernels
 from .base import Backend
 
 # Each kernel twice: ``kernel`` with its arrays marked noalias (vectorisable) and
@@ -55,6 +56,22 @@ def {name}(Y0, Y1, MAXH, TI, TF, {params}):
         if y >= H:
             continue
 {branches}
+'''
+
+
+# a reduction (codegen.generate_reduce): each row's pixels folded into accumulators, left as the
+# row's partials in P[y]; the launch then folds the rows in order (the same bits whatever the bands)
+_REDUCE = '''
+
+@njit(cache=True, nogil=True, error_model="numpy"{extra})
+def {name}(Y0, Y1, {params}):
+{columns}
+    for y in range(Y0, Y1):
+{row}
+{init}
+        for x in range(W):
+{body}
+{store}
 '''
 
 
@@ -118,6 +135,24 @@ class CpuBackend(Backend):
         x = self.spellings["index"].format("x")
         tables += [f"    _T{name}[{x}] = {name}" for name in tabled]
         return prologue, tables, [f"{name} = _T{name}[{x}]" for name in tabled] + body
+
+    def reduce_frame(self, params, row_lines, lines, fold):
+        """A reduction's kernel over rows Y0..Y1 (``fold``: codegen.Fold), with per-column
+        tables as kernel_frame's."""
+        init, step, accs = fold.lines()
+        prologue, tables, body = self._column_tables(row_lines, lines + step)
+        if tables:
+            tables = prologue + tables
+        store = [f"P[y, {k}] = {a}" for k, a in enumerate(accs)]
+        return _module(_REDUCE, params=", ".join(params), columns=self.indent(tables, 4),
+                       row=self.indent(row_lines, 8) or "        pass", init=self.indent(init, 8),
+                       body=self.indent(body, 12), store=self.indent(store, 8))
+
+    reduce_launches = 1             # a reduction's fold runs on the launching thread, no launch
+
+    def reduce_partials(self, rows, cols, width):
+        """A reduction's partials: one row of ``width`` per kernel row."""
+        return self.alloc(rows, width, np.float64)
 
     def batched_frame(self, params, branches):
         """Rows of all items; each item's kind selects its branch (one branch: no test). A
@@ -194,6 +229,11 @@ class CpuBackend(Backend):
 
     def launch(self, compiled, H, W, args, stream=None):
         if H <= 0 or W <= 0:
+            return
+        if compiled.reduce is not None:          # args: the recipe's, the partials, the statistic
+            fn, head = compiled.fn, args[:-1]
+            self._in_bands(H, lambda y0, y1: fn(y0, y1, H, W, *head), H * W >= self.MIN_PIXELS_TO_SPLIT)
+            reduce_kernels.fold(self, compiled.reduce, args[-2], args[-1])
             return
         fn = self._kernel_for(compiled, args, 4)
         self._in_bands(H, lambda y0, y1: fn(y0, y1, H, W, *args), H * W >= self.MIN_PIXELS_TO_SPLIT)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..codegen import assigned
 from ..memory import BufferPool, pool_cap
-from . import cubins
+from . import cubins, reduce_kernels
 from .base import Backend
 
 _FRAME = '''import math
@@ -39,6 +39,38 @@ def kernel(MAXH, TI, TF, {params}):
     W = TI[b, 1]
     if x < W and y < H:
 {branches}
+'''
+
+# a reduction (codegen.generate_reduce): a grid-stride loop folding pixels into each thread's
+# accumulators, then the block's threads folded in shared memory into the block's partials,
+# P[block]; the launch then folds the blocks in order (backends/reduce_kernels.fold)
+_REDUCE = '''import math
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit({opts})
+def kernel({params}):
+    _sh = cuda.shared.array(({width}, {threads}), np.float64)
+    _t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    _nt = cuda.blockDim.x * cuda.blockDim.y
+{init}
+    _p = cuda.blockIdx.x * _nt + _t
+    while _p < H * W:
+        y = _p // W
+        x = _p - y * W
+{body}
+        _p += cuda.gridDim.x * _nt
+{stash}
+    cuda.syncthreads()
+    _s = _nt // 2
+    while _s > 0:
+        if _t < _s:
+{combine}
+        cuda.syncthreads()
+        _s //= 2
+    if _t == 0:
+{store}
 '''
 
 BLOCK = (32, 4, 1)
@@ -166,6 +198,34 @@ class CudaBackend(Backend):
     def kernel_frame(self, params, row_lines, lines):
         return _FRAME.format(opts=self._jit_options(), params=", ".join(params), px=PIXELS_PER_THREAD,
                              body=self.indent(self._quiet(self._pixels(row_lines, lines)), 8))
+
+    def reduce_frame(self, params, row_lines, lines, fold):
+        """A reduction's kernel (``fold``: codegen.Fold): blocks of BLOCK's threads (a power of
+        two, the shared-memory fold's halving) over the pixels."""
+        init, step, accs = fold.lines()
+        if fold.kind == "sum":
+            combine = [f"_sh[{k}, _t] += _sh[{k}, _t + _s]" for k in range(fold.width)]
+        else:
+            combine = []
+            for better, v, i in (("better_min", 0, 2), ("better_max", 1, 3)):
+                combine += [f"if {better}(_sh[{v}, _t + _s], int(_sh[{i}, _t + _s]), _sh[{v}, _t], int(_sh[{i}, _t])):",
+                            f"    _sh[{v}, _t] = _sh[{v}, _t + _s]", f"    _sh[{i}, _t] = _sh[{i}, _t + _s]"]
+        return _REDUCE.format(
+            opts=self._jit_options(), params=", ".join(params), width=fold.width, threads=BLOCK[0] * BLOCK[1],
+            init=self.indent(init, 4), body=self.indent(self._quiet(row_lines + lines + step), 8),
+            stash=self.indent([f"_sh[{k}, _t] = {a}" for k, a in enumerate(accs)], 4),
+            combine=self.indent(combine, 12),
+            store=self.indent([f"P[cuda.blockIdx.x, {k}] = _sh[{k}, 0]" for k in range(fold.width)], 8))
+
+    reduce_launches = 2             # a reduction's kernel and the fold of its blocks' partials
+
+    def reduce_partials(self, rows, cols, width):
+        """A reduction's partials: one row of ``width`` per block — as many blocks as fill the
+        pixels, at most MAX_BLOCKS (the fold reads them all); one in the simulator, whose
+        threads are Python threads."""
+        threads = BLOCK[0] * BLOCK[1]
+        n = 1 if self.simulator else max(1, min(reduce_kernels.MAX_BLOCKS, -(-rows * cols // threads)))
+        return self.alloc(n, width, np.float64)
 
     def _quiet(self, lines):
         """The simulator runs the body as numpy scalar code, which warns where the GPU silently
@@ -321,6 +381,11 @@ class CudaBackend(Backend):
         return self._direct_for(fn) if "kernel" in out else None
 
     def launch(self, compiled, H, W, args, stream=None):
+        if compiled.reduce is not None:          # args: the recipe's, the partials, the statistic
+            part = args[-2]
+            self._launch(compiled.fn, (part.shape[0], 1, 1), (H, W) + tuple(args[:-1]), stream)
+            reduce_kernels.fold(self, compiled.reduce, part, args[-1], stream)
+            return
         bx, by, _ = BLOCK
         bx *= PIXELS_PER_THREAD
         grid = ((W + bx - 1) // bx, (H + by - 1) // by, 1)

@@ -1,12 +1,17 @@
-"""Precompiled reduction kernels: given a device region, write a small device array of statistics.
+"""Reduction kernels: the folds of generated reductions, and the precompiled kernels of the
+reductions that are not generated.
 
-Reductions are not generated per graph (their loops do not fit the one-thread-per-pixel frame
-of codegen): each family is one kernel per backend, specialised by Numba on the input dtype.
-The CPU backend runs ``njit(nogil)`` loops; CUDA and the simulator run ``numba.cuda`` kernels
-— a grid-stride pass where each block folds its threads' partials in shared memory, then a
-one-thread pass folding the blocks' partials in block order (deterministic: the same input
-always gives the same bits). Results stay in device memory; ops/reduce.py wraps them as
-GpuMats that fused kernels read at (0, 0).
+normalize, minMax(Loc), sum/absSum/sqrSum, countNonZero, norm and meanStdDev are generated per
+graph (codegen.generate_reduce: the input's pending chain fused in); their kernels leave one
+partial statistic per row (CPU) or per block (CUDA, the simulator), and ``fold`` adds the
+partials up in order into the statistic — deterministic: the same input always gives the same
+bits, fused or eager. On CUDA a block first folds its threads' partials in shared memory.
+
+Histograms, integrals and ``reduce`` (per row or column) are precompiled: one kernel per family
+and backend, specialised by Numba on the input dtype, reading a materialised region. The CPU
+backend runs ``njit(nogil)`` loops; CUDA and the simulator run ``numba.cuda`` kernels. Results
+stay in device memory; ops/reduce.py and ops/hist.py wrap them as GpuMats that fused kernels
+read at (0, 0).
 
 A region is ``(buf, y0, x0, rows, cols, cn)``: a rows x cols window of pixels of ``cn``
 channels at pixel (y0, x0) of a 2-D buffer of elements (lazycv's allocation layout).
@@ -16,7 +21,6 @@ import math
 
 import numpy as np
 
-SUM, ABS, SQR, NONZERO = 0, 1, 2, 3             # what sums() adds per element
 REDUCE_SUM, REDUCE_AVG, REDUCE_MAX, REDUCE_MIN, REDUCE_SUM2 = 0, 1, 2, 3, 4   # cv2.REDUCE_*
 
 _INSTANCES = {}
@@ -33,8 +37,8 @@ def kernels_for(backend, stats):
 
 
 class _Reductions:
-    """What both backends offer; ``other`` (a second region: statistics of the difference) and
-    ``mask`` (an 8UC1 region: pixels where it is 0 are left out) are optional."""
+    """What both backends offer; ``mask`` (an 8UC1 region: pixels where it is 0 are left out)
+    is optional."""
 
     def __init__(self, backend):
         self.be = backend
@@ -43,12 +47,6 @@ class _Reductions:
 
     def _launched(self, n=1):
         self.stats["kernels_launched"] += n
-
-    def _optional(self, region, like):
-        """(buf, y0, x0, used) of an optional region; an unused one passes ``like``'s buffer."""
-        if region is None:
-            return like[0], 0, 0, False
-        return region[0], region[1], region[2], True
 
     def _mask_args(self, mask):
         if mask is None:
@@ -68,16 +66,6 @@ def _njit(fn):
     return njit(cache=True, nogil=True)(fn)
 
 
-def _term(v, mode):
-    if mode == ABS:
-        return abs(v)
-    if mode == SQR:
-        return v * v
-    if mode == NONZERO:
-        return 1.0 if v != 0 else 0.0
-    return v
-
-
 def _better_min(v, i, bv, bi):
     """(v, i) replaces the best (bv, bi) so far: smaller, or equal and earlier (OpenCV's
     first occurrence in row-major order); NaN never wins; bi < 0 means none yet."""
@@ -88,37 +76,23 @@ def _better_max(v, i, bv, bi):
     return i >= 0 and v == v and (bi < 0 or v > bv or (v == bv and i < bi))
 
 
-def _cpu_sums(src, y0, x0, rows, cols, cn, oth, oy0, ox0, use_oth, mask, my0, mx0, use_mask, mode, out):
-    acc = np.zeros(4)
-    for y in range(rows):
-        for x in range(cols):
-            if use_mask and mask[my0 + y, mx0 + x] == 0:
-                continue
-            for c in range(cn):
-                v = np.float64(src[y0 + y, (x0 + x) * cn + c])
-                if use_oth:
-                    v -= np.float64(oth[oy0 + y, (ox0 + x) * cn + c])
-                acc[c] += term(v, mode)
-    for c in range(cn):
-        out[0, c] = acc[c]
+def _cpu_fold_sums(part, n, width, out):
+    """The statistic: partials (one row of ``part`` per kernel row) added up in row order."""
+    for c in range(width):
+        acc = 0.0
+        for b in range(n):
+            acc += part[b, c]
+        out[0, c] = acc
 
 
-def _cpu_min_max(src, y0, x0, rows, cols, oth, oy0, ox0, use_oth, mask, my0, mx0, use_mask, absolute, out):
+def _cpu_fold_min_max(part, n, out):
+    """(min, max, index of min, index of max) of the partials (the first index wins a tie)."""
     vmin, vmax, imin, imax = 0.0, 0.0, -1, -1
-    for y in range(rows):
-        for x in range(cols):
-            if use_mask and mask[my0 + y, mx0 + x] == 0:
-                continue
-            v = np.float64(src[y0 + y, x0 + x])
-            if use_oth:
-                v -= np.float64(oth[oy0 + y, ox0 + x])
-            if absolute:
-                v = abs(v)
-            i = y * cols + x
-            if better_min(v, i, vmin, imin):
-                vmin, imin = v, i
-            if better_max(v, i, vmax, imax):
-                vmax, imax = v, i
+    for b in range(n):
+        if better_min(part[b, 0], int(part[b, 2]), vmin, imin):
+            vmin, imin = part[b, 0], int(part[b, 2])
+        if better_max(part[b, 1], int(part[b, 3]), vmax, imax):
+            vmax, imax = part[b, 1], int(part[b, 3])
     out[0, 0], out[0, 1], out[0, 2], out[0, 3] = vmin, vmax, imin, imax
 
 
@@ -231,24 +205,12 @@ class CpuReductions(_Reductions):
             from numba import njit
             g = globals()
             dev = {n: njit(inline="always", nogil=True)(g["_" + n])
-                   for n in ("term", "better_min", "better_max", "bin_of", "reduce_line")}
+                   for n in ("better_min", "better_max", "bin_of", "reduce_line")}
             g.update(dev)
             cls._compiled = {n: _njit(g["_cpu_" + n]) for n in
-                             ("sums", "min_max", "histogram", "reduce_axis", "integral")}
+                             ("fold_sums", "fold_min_max", "histogram", "reduce_axis", "integral")}
             cls._compiled["equalize_lut"] = _njit(_equalize_lut)
         return cls._compiled
-
-    def sums(self, src, mode, other=None, mask=None):
-        out = self._out(1, src[5], np.float64)
-        self._kernels()["sums"](*src, *self._optional(other, src), *self._mask_args(mask), mode, out)
-        self._launched()
-        return out
-
-    def min_max(self, src, other=None, mask=None, absolute=False):
-        out = self._out(1, 4, np.float64)
-        self._kernels()["min_max"](*src[:5], *self._optional(other, src), *self._mask_args(mask), absolute, out)
-        self._launched()
-        return out
 
     def histogram(self, src, nbins, scale=0.0, offset=0.0, levels=None, mask=None):
         out = self._out(1, nbins, np.int32)
@@ -295,30 +257,7 @@ class CudaReductions(_Reductions):
         return 1 if self.be.simulator else max(1, min(MAX_BLOCKS, -(-n // self.threads)))
 
     def _kernels(self):
-        if CudaReductions._compiled is None:
-            CudaReductions._compiled = _build_cuda()
-        return CudaReductions._compiled
-
-    def sums(self, src, mode, other=None, mask=None):
-        k = self._kernels()
-        blocks = self._grid(src[3] * src[4])
-        part = self._out(blocks, 4, np.float64)
-        out = self._out(1, src[5], np.float64)
-        k["sums"][blocks, self.threads](*src, *self._optional(other, src), *self._mask_args(mask), mode, part)
-        k["fold_sums"][1, 1](part, blocks, src[5], out)
-        self._launched(2)
-        return out
-
-    def min_max(self, src, other=None, mask=None, absolute=False):
-        k = self._kernels()
-        blocks = self._grid(src[3] * src[4])
-        part = self._out(blocks, 4, np.float64)
-        out = self._out(1, 4, np.float64)
-        k["min_max"][blocks, self.threads](*src[:5], *self._optional(other, src), *self._mask_args(mask),
-                                           absolute, part)
-        k["fold_min_max"][1, 1](part, blocks, out)
-        self._launched(2)
-        return out
+        return _cuda_kernels()
 
     def histogram(self, src, nbins, scale=0.0, offset=0.0, levels=None, mask=None):
         k = self._kernels()
@@ -354,49 +293,46 @@ class CudaReductions(_Reductions):
         return lut
 
 
+def _cuda_kernels():
+    if CudaReductions._compiled is None:
+        CudaReductions._compiled = _build_cuda()
+    return CudaReductions._compiled
+
+
+# ---------------------------------------------------------------- generated reductions
+
+def fold(be, reduce, part, out, stream=None):
+    """Fold the partials ``part`` that a generated reduction left (one row per kernel row or
+    block; ``reduce``: its (kind, width), codegen.Fold) into the statistic ``out`` (1 x width
+    float64), in partial order. One small kernel on CUDA and the simulator, launched on the
+    reduction's stream; a loop on the host thread on the CPU."""
+    kind, width = reduce
+    n = part.shape[0]
+    if be.name == "cpu":
+        k = CpuReductions._kernels()
+        if kind == "sum":
+            k["fold_sums"](part, n, width, out)
+        else:
+            k["fold_min_max"](part, n, out)
+        return
+    fn = _cuda_kernels()["fold_sums" if kind == "sum" else "fold_min_max"]
+    launch = fn[1, 1] if stream is None else fn[1, 1, stream]
+    if kind == "sum":
+        launch(part, n, width, out)
+    else:
+        launch(part, n, out)
+
+
 def _build_cuda():
     """The CUDA kernels (built on first use: importing numba.cuda is slow). ``cuda`` is a
     module global, as the simulator needs: it swaps a kernel's global ``cuda`` for its own."""
     import numba.cuda
     globals()["cuda"] = numba.cuda
 
-    term = cuda.jit(device=True)(_term)
     better_min = cuda.jit(device=True)(_better_min)
     better_max = cuda.jit(device=True)(_better_max)
     bin_of = cuda.jit(device=True)(_bin_of)
     reduce_line = cuda.jit(device=True)(_reduce_line)
-
-    @cuda.jit
-    def sums(src, y0, x0, rows, cols, cn, oth, oy0, ox0, use_oth, mask, my0, mx0, use_mask, mode, part):
-        sh = cuda.shared.array((4, THREADS), np.float64)
-        t = cuda.threadIdx.x
-        acc = cuda.local.array(4, np.float64)
-        for c in range(4):
-            acc[c] = 0.0
-        i = cuda.blockIdx.x * cuda.blockDim.x + t
-        while i < rows * cols:
-            y = i // cols
-            x = i - y * cols
-            if not use_mask or mask[my0 + y, mx0 + x] != 0:
-                for c in range(cn):
-                    v = np.float64(src[y0 + y, (x0 + x) * cn + c])
-                    if use_oth:
-                        v -= np.float64(oth[oy0 + y, (ox0 + x) * cn + c])
-                    acc[c] += term(v, mode)
-            i += cuda.gridDim.x * cuda.blockDim.x
-        for c in range(4):
-            sh[c, t] = acc[c]
-        cuda.syncthreads()
-        s = cuda.blockDim.x // 2
-        while s > 0:
-            if t < s:
-                for c in range(4):
-                    sh[c, t] += sh[c, t + s]
-            cuda.syncthreads()
-            s //= 2
-        if t == 0:
-            for c in range(4):
-                part[cuda.blockIdx.x, c] = sh[c, 0]
 
     @cuda.jit
     def fold_sums(part, blocks, cn, out):
@@ -405,46 +341,6 @@ def _build_cuda():
             for b in range(blocks):
                 acc += part[b, c]
             out[0, c] = acc
-
-    @cuda.jit(device=True)
-    def fold_pair(a, i, j):
-        """Fold entry j of a (min, max, imin, imax) table into entry i."""
-        if better_min(a[0, j], int(a[2, j]), a[0, i], int(a[2, i])):
-            a[0, i], a[2, i] = a[0, j], a[2, j]
-        if better_max(a[1, j], int(a[3, j]), a[1, i], int(a[3, i])):
-            a[1, i], a[3, i] = a[1, j], a[3, j]
-
-    @cuda.jit
-    def min_max(src, y0, x0, rows, cols, oth, oy0, ox0, use_oth, mask, my0, mx0, use_mask, absolute, part):
-        sh = cuda.shared.array((4, THREADS), np.float64)
-        t = cuda.threadIdx.x
-        vmin, vmax, imin, imax = 0.0, 0.0, -1, -1
-        i = cuda.blockIdx.x * cuda.blockDim.x + t
-        while i < rows * cols:
-            y = i // cols
-            x = i - y * cols
-            if not use_mask or mask[my0 + y, mx0 + x] != 0:
-                v = np.float64(src[y0 + y, x0 + x])
-                if use_oth:
-                    v -= np.float64(oth[oy0 + y, ox0 + x])
-                if absolute:
-                    v = abs(v)
-                if better_min(v, i, vmin, imin):
-                    vmin, imin = v, i
-                if better_max(v, i, vmax, imax):
-                    vmax, imax = v, i
-            i += cuda.gridDim.x * cuda.blockDim.x
-        sh[0, t], sh[1, t], sh[2, t], sh[3, t] = vmin, vmax, imin, imax
-        cuda.syncthreads()
-        s = cuda.blockDim.x // 2
-        while s > 0:
-            if t < s:
-                fold_pair(sh, t, t + s)
-            cuda.syncthreads()
-            s //= 2
-        if t == 0:
-            for c in range(4):
-                part[cuda.blockIdx.x, c] = sh[c, 0]
 
     @cuda.jit
     def fold_min_max(part, blocks, out):
@@ -503,6 +399,6 @@ def _build_cuda():
                 out[y, x] += out[y - 1, x]
 
     equalize_lut = cuda.jit(_equalize_lut)
-    return {"sums": sums, "fold_sums": fold_sums, "min_max": min_max, "fold_min_max": fold_min_max,
+    return {"fold_sums": fold_sums, "fold_min_max": fold_min_max,
             "zero": zero, "histogram": histogram, "reduce_axis": reduce_axis,
             "integral_rows": integral_rows, "integral_cols": integral_cols, "equalize_lut": equalize_lut}

@@ -20,10 +20,15 @@ class OpDef:
     pure coordinate moves like crop, 4 for a bilinear resize): the planner uses it to decide when
     recomputing a producer inside its consumer would cost more than writing it once.
     ``pointwise`` means output (y, x) reads only inputs at (y, x).
+    ``reduces`` marks a reduction: instead of ``emit`` it has ``fold(ctx, node, y, x)``, which
+    says what input pixel (y, x) adds to a small statistic (codegen.Fold); its kernel runs over
+    its input's pixels with the input's pending chain fused in, and it is always an output of a
+    kernel of its own, so its consumers read the statistic from memory in a later phase.
     """
     name = None
     taps = 1
     pointwise = True
+    reduces = False
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

@@ -1,20 +1,28 @@
 """Reductions: normalize, minMax(Loc), sum/absSum/sqrSum, countNonZero, meanStdDev, norm, reduce
 — and their device forms (findMinMax, calcSum, calcNorm, ...).
 
-A reduction is its own *phase*. When it is recorded, its input's pending graph is computed
-(the reduction reads memory), and a precompiled kernel (backends/reduce_kernels.py) writes
-the statistic into a small device buffer, returned as a GpuMat. Nothing comes back to the
-host: a consumer reads the statistic from device memory at (0, 0), so ``normalize`` is the
-reduce kernel plus one element-wise node that fuses with whatever follows. Only the calls
-whose OpenCV answer is a host number (``minMax``, ``sum``, ``norm``, ...) download it.
+A reduction is a recorded node like any op (``Reduction``, ``OpDef.reduces``): recording one
+runs nothing. At the flush it is a kernel of its own, generated from the graph: one pass over
+its input's pixels with the input's pending chain fused in (a pixel of the resize before it is
+computed in registers and folded in, never written), one partial per row (CPU) or block (CUDA),
+the partials folded in order into a small statistic in device memory — a 1x1 CV_64F GpuMat of a
+few channels (planner rule 7, codegen.generate_reduce). Its consumers read the statistic from
+device memory at (0, 0) in a later phase, so ``normalize`` is the reduce kernel plus one
+element-wise map that fuses with whatever follows, and nothing comes back to the host. Only the
+calls whose OpenCV answer is a host number (``minMax``, ``sum``, ``norm``, ...) download it: they
+flush at the call. ``reduce`` (per row or column) runs a precompiled kernel
+(backends/reduce_kernels.py) on its input, computed first, at the call — as do the histograms
+and integrals of ops/hist.py.
 
 OpenCV's rules (CPU ``cv2`` for the numbers; OpenCV CUDA's for what it accepts): minMax,
 minMaxLoc, countNonZero and normalize take one channel; meanStdDev takes 8UC1 and 32FC1;
-sums are per channel in double; norm of a multi-channel image is over all channels (without a
-mask); normalize's scale and shift are cv::normalize's (``scale = (dmax - dmin) * (smax - smin
-> DBL_EPSILON ? 1 / (smax - smin) : 0)``, float32-rounded for a 32F result), then convertTo.
-With a mask, pixels outside it keep ``dst``'s values (zeros for a new result, as OpenCV CUDA's
-``setTo(0)``). An empty mask gives 0 for min, max and means, and (-1, -1) locations.
+sums are per channel (1 to 4) in double; norm of a multi-channel image is over all channels
+(without a mask); normalize's scale and shift are cv::normalize's (``scale = (dmax - dmin) *
+(smax - smin > DBL_EPSILON ? 1 / (smax - smin) : 0)``, float32-rounded for a 32F result), then
+convertTo. With a mask, pixels outside it keep ``dst``'s values (zeros for a new result, as
+OpenCV CUDA's ``setTo(0)``). An empty mask gives 0 for min, max and means, and (-1, -1)
+locations. Integer statistics are exact (double sums below 2**53); float sums are added per row
+(block) and then in row (block) order, the same order fused or eager.
 """
 import cv2
 import numpy as np
@@ -22,6 +30,7 @@ import numpy as np
 from .. import runtime
 from .._types import DEPTH_DTYPE, DEPTH_NAME, is_float
 from ..backends import reduce_kernels as rk
+from ..codegen import Fold
 from ..errors import StsBadArg, StsBadFlag, StsUnsupportedFormat, cv_error
 from ..ir import Allocation
 from ..runtime import STATE
@@ -29,13 +38,117 @@ from .base import OpDef, saturate
 from .common import (check_channels, check_depth, check_dst, check_same, check_stream, cuda_api, depth_arg,
                      float_arg, gpumat_cls, int_arg, node, result, src_mat, stream_cls)
 from .convert import convert_node, math_type
-from .core import crop_node, fill_node, mask_mat, masked_result
+from .core import crop_node, mask_mat, masked_result
 
 DBL_EPSILON = float(np.finfo(np.float64).eps)
 _NORMS = {cv2.NORM_INF: "inf", cv2.NORM_L1: "l1", cv2.NORM_L2: "l2"}
 
 
 # ---------------------------------------------------------------- the reduce phase
+
+class Reduction(OpDef):
+    """A statistic of a whole image: a 1x1 CV_64F node of a few channels, computed by a kernel of
+    its own over the input's pixels (OpDef.reduces, planner rule 7).
+
+    static (mode, flat, absolute, other, mask). ``mode``: "sum", "abs", "sqr", "nonzero" add up
+    each channel's values, |values|, squares, or non-zero values counted (``flat``: all channels
+    into one, a norm over ``src.reshape(1)``); "moments" gives (sum, sum of squares, count) of
+    one channel (meanStdDev); "minmax" gives (min, max, index of min, index of max), indices
+    y * cols + x (of elements, y * cols * cn + x * cn + c, when ``flat``), of |values| when
+    ``absolute``. ``other``: the inputs are (src, src2, ...) and the values src - src2, in double;
+    ``mask``: the last input is an 8UC1 mask — pixels where it is 0 are left out."""
+    name = "reduction"
+    pointwise = False
+    reduces = True
+
+    def fold(self, ctx, n, y, x):
+        mode, flat, absolute, other, mask = n.static
+        vals = [f"np.float64({v})" for v in ctx.read(n.inputs[0], y, x)]
+        if other:
+            vals = [f"{a} - np.float64({b})" for a, b in zip(vals, ctx.read(n.inputs[1], y, x))]
+        vals = [ctx.let(v, "m") for v in vals]
+        cond = f"{ctx.read(n.inputs[-1], y, x)[0]} != 0" if mask else None
+        if mode == "minmax":
+            at = ctx.let(f"{y} * W + {x}", "i")
+            terms = []
+            for c, v in enumerate(vals):
+                if absolute:
+                    v = ctx.let(f"abs({v})", "m")
+                terms.append((v, at if len(vals) == 1 else ctx.let(f"{at} * {len(vals)} + {c}", "i")))
+            return Fold("minmax", terms, 4, cond)
+        terms = []
+        for c, v in enumerate(vals):
+            k = 0 if flat else c
+            if mode == "sum":
+                terms.append((k, v))
+            elif mode == "abs":
+                terms.append((k, ctx.let(f"abs({v})", "m")))
+            elif mode == "sqr":
+                terms.append((k, ctx.let(f"{v} * {v}", "m")))
+            elif mode == "nonzero":
+                terms.append((k, ctx.let(f"1.0 if {v} != 0 else 0.0", "m")))
+            else:                                  # moments
+                terms += [(0, v), (1, ctx.let(f"{v} * {v}", "m")), (2, "1.0")]
+        return Fold("sum", terms, n.cn, cond)
+
+    def describe(self, n):
+        mode, flat, absolute, other, mask = n.static
+        what = {"sum": "sum", "abs": "absSum", "sqr": "sqrSum", "nonzero": "countNonZero",
+                "moments": "meanStdDev (sum, sum of squares, count)", "minmax": "minMaxLoc"}[mode]
+        if absolute:
+            what = "norm INF (max |value|)"
+        extras = [w for w, on in (("over all channels", flat), ("of src1 - src2", other), ("masked", mask)) if on]
+        return f"{what} ({', '.join(extras)})" if extras else what
+
+
+def reduce_node(func, m, mode, mask=None, other=None, flat=False, absolute=False):
+    """The ``Reduction`` of GpuMat ``m`` (``other``: a GpuMat of its size and type; ``mask``: a
+    GpuMat, validated here)."""
+    ins = [m._value(func)]
+    if other is not None:
+        ins.append(other._value(func, "src2"))
+    if mask is not None:
+        ins.append(mask_mat(func, mask, m)._value(func, "mask"))
+    width = 4 if mode == "minmax" else 3 if mode == "moments" else 1 if flat else m._cn
+    return node("reduction", ins, (mode, flat, absolute, other is not None, mask is not None), (),
+                1, 1, cv2.CV_64F, width)
+
+
+def stat_result(func, nd, dst=None, stream=None):
+    """A statistic node as the call's result: a lazy GpuMat, or copied into ``dst`` (a lazy copy
+    that fuses; the reduction's own output is always memory of its own)."""
+    if dst is None:
+        return result(func, nd, None, stream)
+    return result(func, crop_node(nd, 0, 0, nd.rows, nd.cols), dst, stream)
+
+
+def min_max_stat(func, m, mask=None):
+    """1x1 CV_64FC4 (min, max, index of min, index of max); indices are y * cols + x."""
+    return reduce_node(func, m, "minmax", mask)
+
+
+def sums_stat(func, m, mode, mask=None, other=None, flat=False):
+    """1x1 CV_64FC(cn) of per-channel sums of ``mode`` ("sum", "abs", "sqr", "nonzero");
+    ``flat`` adds all channels into one (a norm)."""
+    return reduce_node(func, m, mode, mask, other, flat)
+
+
+def norm_stat(func, m, norm_type, mask=None, other=None):
+    """A 1x1 CV_64FC1 node holding the norm (L2 as a sum of squares: its consumer takes the
+    root)."""
+    kind = _NORMS.get(norm_type)
+    if kind is None:
+        raise cv_error(func, f"unsupported norm type {norm_type}: expected NORM_INF, NORM_L1 or NORM_L2",
+                       StsBadFlag)
+    if m._cn > 1 and mask is not None:
+        raise cv_error(func, "a mask needs a single-channel src (mask.size() == src.size() after "
+                             "src.reshape(1))", StsUnsupportedFormat)
+    if kind == "inf":
+        return _channels_as_row(reduce_node(func, m, "minmax", mask, other, flat=True, absolute=True), 1, 1)
+    return sums_stat(func, m, "abs" if kind == "l1" else "sqr", mask, other, flat=True)
+
+
+# ---------------------------------------------------------------- precompiled reductions
 
 def region(func, m, name="src"):
     """``m``'s memory as a kernel region, its pending work computed first."""
@@ -50,7 +163,7 @@ def kernels():
 
 
 def stat_mat(buf, depth, cn):
-    """A GpuMat over a statistics buffer a reduce kernel wrote."""
+    """A GpuMat over a statistics buffer a precompiled kernel wrote."""
     return gpumat_cls()._over(Allocation(buf), buf.shape[0], buf.shape[1] // cn, depth, cn)
 
 
@@ -61,53 +174,6 @@ def deliver(func, mat, dst, stream):
         return mat
     check_dst(func, dst)
     return result(func, crop_node(mat._value(func), 0, 0, mat._rows, mat._cols), dst, stream)
-
-
-def _mask_region(func, mask, like):
-    return None if mask is None else region(func, mask_mat(func, mask, like), "mask")
-
-
-def min_max_stat(func, m, mask=None, other=None, absolute=False):
-    """1x1 CV_64FC4 (min, max, index of min, index of max); indices are y * cols + x."""
-    src = region(func, m)
-    oth = region(func, other, "src2") if other is not None else None
-    return stat_mat(kernels().min_max(src, oth, _mask_region(func, mask, m), absolute), cv2.CV_64F, 4)
-
-
-def sums_stat(func, m, mode, mask=None, other=None, flat=False):
-    """1x1 CV_64FC(cn) of per-channel sums of ``mode`` (rk.SUM, ABS, SQR, NONZERO); ``flat``
-    adds all channels into one (a norm)."""
-    src = region(func, m)
-    oth = region(func, other, "src2") if other is not None else None
-    if flat:
-        src = _flat(src)
-        oth = _flat(oth) if oth is not None else None
-    buf = kernels().sums(src, mode, oth, _mask_region(func, mask, m))
-    return stat_mat(buf, cv2.CV_64F, buf.shape[1])
-
-
-def _flat(r):
-    """A region's elements as one channel (OpenCV's ``reshape(1)``)."""
-    buf, y0, x0, rows, cols, cn = r
-    return (buf, y0, x0 * cn, rows, cols * cn, 1)
-
-
-def norm_stat(func, m, norm_type, mask=None, other=None):
-    """A 1x1 CV_64FC1 GpuMat holding the norm (L2 as a sum of squares: its consumer takes the
-    root)."""
-    kind = _NORMS.get(norm_type)
-    if kind is None:
-        raise cv_error(func, f"unsupported norm type {norm_type}: expected NORM_INF, NORM_L1 or NORM_L2",
-                       StsBadFlag)
-    if m._cn > 1 and mask is not None:
-        raise cv_error(func, "a mask needs a single-channel src (mask.size() == src.size() after "
-                             "src.reshape(1))", StsUnsupportedFormat)
-    if kind == "inf":
-        src = _flat(region(func, m))
-        oth = _flat(region(func, other, "src2")) if other is not None else None
-        buf = kernels().min_max(src, oth, _mask_region(func, mask, m), True)
-        return gpumat_cls()._lazy(crop_node(stat_mat(buf, cv2.CV_64F, 1)._value(func), 0, 1, 1, 1))
-    return sums_stat(func, m, rk.ABS if kind == "l1" else rk.SQR, mask, other, flat=True)
 
 
 class StatMap(OpDef):
@@ -158,10 +224,10 @@ def normalize(src, alpha, beta, norm_type, dtype, dst=None, mask=None, stream=No
     norm_type = int_arg(func, norm_type, "norm_type")
     out_depth = depth_arg(func, dtype, m._depth)
     if norm_type == cv2.NORM_MINMAX:
-        stat = min_max_stat(func, m, mask)._value(func)
+        stat = min_max_stat(func, m, mask)
         static, dyn = ("minmax",), (min(alpha, beta), max(alpha, beta))
     elif norm_type in _NORMS:
-        stat = norm_stat(func, m, norm_type, mask)._value(func)
+        stat = norm_stat(func, m, norm_type, mask)
         static, dyn = ("norm",), (alpha, int(norm_type == cv2.NORM_L2))
     else:
         raise cv_error(func, f"unknown norm type {norm_type}: expected NORM_MINMAX, NORM_INF, NORM_L1 or "
@@ -176,9 +242,10 @@ def _single_channel(func, src):
     return m
 
 
-def _host(mat):
-    """A statistic's values on the host: the one synchronisation of a host-number call."""
-    return mat.download().reshape(-1)
+def _host(nd):
+    """A statistic node's values on the host: the one synchronisation of a host-number call
+    (its flush computes the reduction, with the input's pending chain fused in)."""
+    return gpumat_cls()._lazy(nd).download().reshape(-1)
 
 
 @cuda_api("findMinMax")
@@ -186,7 +253,7 @@ def findMinMax(src, dst=None, mask=None, stream=None):
     """1x2 (min, max): CV_32S for integer sources, else the source's depth (OpenCV CUDA)."""
     func = "findMinMax"
     m = _single_channel(func, src)
-    stat = min_max_stat(func, m, mask)._value(func)
+    stat = min_max_stat(func, m, mask)
     depth = m._depth if is_float(m._depth) else cv2.CV_32S
     return result(func, convert_node(_channels_as_row(stat, 0, 2), depth), dst, stream)
 
@@ -237,7 +304,7 @@ def findMinMaxLoc(src, minMaxVals=None, loc=None, mask=None, stream=None):
     """-> (minMaxVals 1x2, loc 1x2 CV_32S of linear indices y * cols + x), as OpenCV CUDA."""
     func = "findMinMaxLoc"
     m = _single_channel(func, src)
-    stat = min_max_stat(func, m, mask)._value(func)
+    stat = min_max_stat(func, m, mask)
     depth = m._depth if is_float(m._depth) else cv2.CV_32S
     vals = result(func, convert_node(_channels_as_row(stat, 0, 2), depth), minMaxVals, stream)
     return vals, result(func, convert_node(_channels_as_row(stat, 2, 2), cv2.CV_32S), loc, stream)
@@ -245,19 +312,25 @@ def findMinMaxLoc(src, minMaxVals=None, loc=None, mask=None, stream=None):
 
 def _sums(func, mode):
     def host(src, mask=None):
-        m = src_mat(func, src)
+        m = _sum_src(func, src)
         vals = _host(sums_stat(func, m, mode, mask))
         return tuple(float(v) for v in vals) + (0.0,) * (4 - len(vals))
 
     def device(src, dst=None, mask=None, stream=None):
-        m = src_mat(func, src)
-        return deliver(func, sums_stat(func, m, mode, mask), dst, stream)
+        m = _sum_src(func, src)
+        return stat_result(func, sums_stat(func, m, mode, mask), dst, stream)
     return host, device
 
 
-sum_, calcSum = (cuda_api(n)(f) for n, f in zip(("sum", "calcSum"), _sums("sum", rk.SUM)))
-absSum, calcAbsSum = (cuda_api(n)(f) for n, f in zip(("absSum", "calcAbsSum"), _sums("absSum", rk.ABS)))
-sqrSum, calcSqrSum = (cuda_api(n)(f) for n, f in zip(("sqrSum", "calcSqrSum"), _sums("sqrSum", rk.SQR)))
+def _sum_src(func, src):
+    m = src_mat(func, src)
+    check_channels(func, m, (1, 2, 3, 4))
+    return m
+
+
+sum_, calcSum = (cuda_api(n)(f) for n, f in zip(("sum", "calcSum"), _sums("sum", "sum")))
+absSum, calcAbsSum = (cuda_api(n)(f) for n, f in zip(("absSum", "calcAbsSum"), _sums("absSum", "abs")))
+sqrSum, calcSqrSum = (cuda_api(n)(f) for n, f in zip(("sqrSum", "calcSqrSum"), _sums("sqrSum", "sqr")))
 
 
 @cuda_api("countNonZero")
@@ -265,10 +338,10 @@ def countNonZero(src, dst=None, stream=None):
     """countNonZero(src) -> int; countNonZero(src, dst[, stream]) -> dst (1x1 CV_32SC1)."""
     func = "countNonZero"
     m = _single_channel(func, src)
-    stat = sums_stat(func, m, rk.NONZERO)
+    stat = sums_stat(func, m, "nonzero")
     if dst is None and stream is None:
         return int(_host(stat)[0])
-    return result(func, convert_node(stat._value(func), cv2.CV_32S), dst, stream)
+    return result(func, convert_node(stat, cv2.CV_32S), dst, stream)
 
 
 def _norm_args(func, src1, a, b):
@@ -312,7 +385,7 @@ def calcNormDiff(src1, src2, dst=None, normType=cv2.NORM_L2, stream=None):
 
 
 def _norm_value(func, m, norm_type, mask, other):
-    stat = norm_stat(func, m, norm_type, mask, other)._value(func)
+    stat = norm_stat(func, m, norm_type, mask, other)
     return node("sqrt_f64", [stat], (), (), 1, 1, cv2.CV_64F, 1) if norm_type == cv2.NORM_L2 else \
         crop_node(stat, 0, 0, 1, 1)
 
@@ -325,13 +398,13 @@ class SqrtF64(OpDef):
 
 
 class MeanStdDev(OpDef):
-    """1x2 (mean, stddev) from three 1x1 statistics: sum, sum of squares, count (OpenCV's
-    ``sqrt(max(sqsum / n - mean * mean, 0))``; no pixels give 0, 0)."""
+    """1x2 (mean, stddev) from a "moments" statistic (sum, sum of squares, count): OpenCV's
+    ``sqrt(max(sqsum / n - mean * mean, 0))``; no pixels give 0, 0."""
     name = "mean_std_dev"
     pointwise = False
 
     def emit(self, ctx, n, y, x):
-        s, sq, cnt = (ctx.read(v, "0", "0")[0] for v in n.inputs)
+        s, sq, cnt = ctx.read(n.inputs[0], "0", "0")
         inv = ctx.let(f"(1.0 / np.float64({cnt})) if {cnt} > 0 else 0.0", "r")
         mean = ctx.let(f"np.float64({s}) * {inv}", "r")
         std = f"math.sqrt(max(np.float64({sq}) * {inv} - {mean} * {mean}, 0.0))"
@@ -341,13 +414,7 @@ class MeanStdDev(OpDef):
 def _mean_std_dev_node(func, m, mask):
     check_channels(func, m, (1,))
     check_depth(func, m, (cv2.CV_8U, cv2.CV_32F))
-    s = sums_stat(func, m, rk.SUM, mask)._value(func)
-    sq = sums_stat(func, m, rk.SQR, mask)._value(func)
-    if mask is None:
-        cnt = fill_node(1, 1, cv2.CV_64F, 1, (float(m._rows * m._cols),) * 4)
-    else:
-        cnt = sums_stat(func, mask_mat(func, mask, m), rk.NONZERO)._value(func)
-    return node("mean_std_dev", [s, sq, cnt], (), (), 1, 2, cv2.CV_64F, 1)
+    return node("mean_std_dev", [reduce_node(func, m, "moments", mask)], (), (), 1, 2, cv2.CV_64F, 1)
 
 
 @cuda_api("meanStdDev")
@@ -370,7 +437,7 @@ def meanStdDev(mtx, *args, dst=None, mask=None, stream=None):
     nd = _mean_std_dev_node(func, m, mask)
     if device:
         return result(func, nd, dst, stream)
-    mean, std = _host(gpumat_cls()._lazy(nd))
+    mean, std = _host(nd)
     return (float(mean), 0.0, 0.0, 0.0), (float(std), 0.0, 0.0, 0.0)
 
 
