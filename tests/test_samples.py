@@ -19,7 +19,7 @@ def _run(args):
 
 # each checks its own result against CPU OpenCV and exits non-zero (an AssertionError) if it differs
 CHECKED = {"preprocess_for_model.py", "detector_crops.py", "thumbnails.py", "histogram_threshold.py",
-           "align_filters_warps.py", "nv12_to_planar.py", "multi_gpu.py"}
+           "align_filters_warps.py", "nv12_to_planar.py", "multi_gpu.py", "ray_preprocess.py"}
 
 
 @pytest.mark.parametrize("script", SAMPLES, ids=[s.name for s in SAMPLES])
