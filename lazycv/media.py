@@ -19,7 +19,7 @@ import numpy as np
 from . import runtime, streams
 from ._types import DEPTH_DTYPE, split_type
 from .errors import StsBadArg, StsUnmatchedFormats, cv_error
-from .facade.gpumat import GpuMat
+from .facade.gpumat import GpuMat, host_array_info
 from .facade.hostmem import HostMem
 from .facade.stream import Event, Stream
 from .runtime import STATE
@@ -70,11 +70,20 @@ class StreamedLoop:
         self.upload_stream, self.compute_stream, self.download_stream = Stream(), Stream(), Stream()
         slots = [_Slot() for _ in range(self.depth)]
         in_flight = deque()
+        # the loop orders its stages by its own events, and the host waits for a slot's
+        # download before it reuses the slot's memory: no per-buffer events are needed once
+        # nothing launched before the loop still runs
+        with STATE.lock:
+            runtime.flush()
+            be = runtime.backend()
+            be.synchronize()
+            streams.forget_uses()
         for i, frame in enumerate(self.frames):
             slot = slots[i % self.depth]
             if slot.index is not None:              # its frame i - depth goes out first
                 yield self._deliver(in_flight.popleft())
-            self._submit(slot, i, frame)
+            with streams.caller_orders():
+                self._submit(slot, i, frame)
             in_flight.append(slot)
         while in_flight:
             yield self._deliver(in_flight.popleft())
@@ -96,6 +105,12 @@ class StreamedLoop:
             raise cv_error("StreamedLoop", f"frame {i} is a {type(frame).__name__}; expected a numpy array "
                                            "or a cv2.cuda.HostMem", StsBadArg)
         slot.index = i
+        rows, cols, depth, cn, _ = host_array_info("StreamedLoop", host.createMatHeader())
+        d = slot.device_in
+        if d.empty() or d.size() != (cols, rows) or d.type() != depth + ((cn - 1) << 3):
+            # new device memory for the slot: it may be a pooled buffer the compute stream
+            # still reads (no per-buffer events in the loop), so that stream finishes first
+            compute.waitForCompletion()
         slot.device_in.upload(host, up)
         slot.uploaded.record(up)
         compute.waitEvent(slot.uploaded)

@@ -37,6 +37,8 @@ CURRENT = None        # the facade Stream the launch in progress goes on (None: 
 RECORD_ON = None      # the stream results are recorded on when a call names none (on_stream)
 TAPE = None           # a list while a graph is captured (lazycv.graphs): every launch and copy
 TRACE = None          # a list while tracing(): (what, stream name, streams it waited for)
+CALLER_ORDERS = False # inside caller_orders(): the caller's own events order its streams
+_EVENT_WAITS = {}     # while tracing: stream -> names of the streams its event waits named
 _LAST = {}            # buffer address -> (facade stream or None, backend event, number) of its last use
 _NUMBER = [0]         # launches and copies numbered in issue order (what a host wait covers)
 _PRUNE_AT = 4096
@@ -74,6 +76,10 @@ def _watched(be, plain, arrays_at):
         if not ACTIVE and TAPE is None:
             return plain(*args, stream=stream, **kw)
         who = CURRENT if stream is None else stream
+        if CALLER_ORDERS and TAPE is None:
+            if TRACE is not None:
+                _trace_ordered("launch", who)
+            return plain(*args, stream=native(who), **kw)
         bufs = args[arrays_at]
         handle = enter(who, bufs, "launch")
         plain(*args, stream=handle, **kw)
@@ -204,7 +210,9 @@ def copying(stream, buf):
         raise cv_error("lazycv.capture", "a captured function copies between host and device; a graph "
                                          "takes its inputs as arguments and returns its results", StsBadArg)
     who = key(stream)
-    if not ACTIVE:
+    if not ACTIVE or CALLER_ORDERS:
+        if CALLER_ORDERS and TRACE is not None:
+            _trace_ordered("copy", who)
         yield native(who)
         return
     watch(STATE.backend)
@@ -224,16 +232,47 @@ def claim(buf):
         enter(CURRENT, (buf,), "copy")
 
 
-def record(stream, timing=True):
-    """An event after everything launched so far on ``stream`` (a facade Stream or None)."""
-    return STATE.backend.record_event(native(key(stream)), timing=timing)
+def record(stream, timing=True, reuse=None):
+    """An event after everything launched so far on ``stream`` (a facade Stream or None):
+    ``reuse`` recorded again (CUDA's semantics for an event recorded twice), else a new one."""
+    return STATE.backend.record_event(native(key(stream)), timing=timing, reuse=reuse)
 
 
-def wait(stream, event):
-    """Later work on ``stream`` waits for ``event``."""
+@contextlib.contextmanager
+def caller_orders():
+    """Launches and copies inside are ordered by the caller's own events (a producer-consumer
+    loop whose stages wait for each other's events, and whose host waits before it reuses a
+    buffer): they go on their streams without the per-buffer events. The caller makes sure
+    nothing launched before still uses the memory it touches (media.StreamedLoop synchronises
+    once when it starts)."""
+    global CALLER_ORDERS
+    outer = CALLER_ORDERS
+    CALLER_ORDERS = True
+    try:
+        yield
+    finally:
+        CALLER_ORDERS = outer
+
+
+def _trace_ordered(what, stream):
+    """A caller-ordered launch or copy, traced with the streams whose events its stream waited
+    for since its last one."""
+    TRACE.append((what, name(stream), tuple(sorted(_EVENT_WAITS.pop(stream, ())))))
+
+
+def forget_uses():
+    """The host waited for the whole device: no buffer's last use needs a device wait."""
+    _LAST.clear()
+
+
+def wait(stream, event, recorded_on=None):
+    """Later work on ``stream`` waits for ``event`` (recorded on the facade stream
+    ``recorded_on``, which tracing reports)."""
     STATE.backend.wait_event(native(key(stream)), event)
     if TRACE is not None:
         TRACE.append(("wait_event", name(key(stream)), ()))
+        if recorded_on is not key(stream):
+            _EVENT_WAITS.setdefault(key(stream), set()).add(name(recorded_on))
 
 
 def synchronize(stream):
@@ -260,7 +299,9 @@ def tracing():
     the ordering the CPU backend cannot show by timing."""
     global TRACE
     outer, TRACE = TRACE, []
+    _EVENT_WAITS.clear()
     try:
         yield TRACE
     finally:
         TRACE = outer
+        _EVENT_WAITS.clear()

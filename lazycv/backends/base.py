@@ -39,8 +39,9 @@ class Backend:
 
     # Events (lazycv/streams.py). Here work is done when its launch returns: an event is the
     # host time at record, always complete, and nothing needs to wait for one.
-    def record_event(self, stream, timing=True):
-        """An event after everything queued so far on ``stream`` (None: the default stream)."""
+    def record_event(self, stream, timing=True, reuse=None):
+        """An event after everything queued so far on ``stream`` (None: the default stream);
+        ``reuse``: an event of this backend recorded again instead of a new one."""
         from ..streams import HostEvent
         return HostEvent()
 

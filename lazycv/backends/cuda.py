@@ -465,10 +465,13 @@ class CudaBackend(Backend):
         return ev.query()
 
     # CUDA events (numba-cuda's public event API); the simulator keeps the base class's host events
-    def record_event(self, stream, timing=True):
+    def record_event(self, stream, timing=True, reuse=None):
         if self.simulator:
             return super().record_event(stream, timing)
-        ev = self.cuda.event(timing=timing)
+        ev = reuse if reuse is not None and getattr(reuse, "_lazycv_backend", None) is self else None
+        if ev is None:
+            ev = self.cuda.event(timing=timing)
+            ev._lazycv_backend = self               # (an event is its device's)
         ev.record(stream or self.cuda.default_stream())
         return ev
 

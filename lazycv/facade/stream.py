@@ -86,7 +86,7 @@ class Stream:
             raise cv_error("Stream::waitEvent", f"expected a cv2.cuda.Event, got {type(event).__name__}", StsBadArg)
         with STATE.lock:
             if event._event is not None:
-                streams.wait(self, event._event)
+                streams.wait(self, event._event, event._point[0])
 
     def cudaPtr(self):
         """The stream's CUDA handle. Without real streams (the CPU backend, the simulator) a
@@ -128,7 +128,9 @@ class Event:
             raise cv_error("Event::record", f"expected a cv2.cuda.Stream, got {type(stream).__name__}", StsBadArg)
         with STATE.lock:
             runtime.flush()
-            self._event = streams.record(stream, timing=not self._flags & Event.DISABLE_TIMING)
+            # (one CUDA event per Event, recorded again: creating one costs more than recording)
+            self._event = streams.record(stream, timing=not self._flags & Event.DISABLE_TIMING,
+                                         reuse=self._event)
             self._point = streams.mark(stream)
 
     def waitForCompletion(self):
