@@ -28,10 +28,11 @@ cuda = None             # numba.cuda once _build_cuda has run
 
 
 def kernels_for(backend, stats):
-    """The reduction kernels of ``backend``; each launch adds one to ``stats["kernels_launched"]``."""
-    k = _INSTANCES.get(backend.name)
+    """The reduction kernels of ``backend`` (an instance a device: they allocate from its memory
+    pool); each launch adds one to ``stats["kernels_launched"]``."""
+    k = _INSTANCES.get(backend)
     if k is None:
-        k = _INSTANCES[backend.name] = (CpuReductions if backend.name == "cpu" else CudaReductions)(backend)
+        k = _INSTANCES[backend] = (CpuReductions if backend.name == "cpu" else CudaReductions)(backend)
     k.stats = stats
     return k
 
