@@ -243,8 +243,8 @@ class Fold:
 
     def lines(self):
         """(a thread's or a row's start: accumulators at their empty values, the lines that fold
-        one pixel in, the accumulators in the statistic's channel order). Their names end in no
-        digit, or in one no Emitter name has (Emitter names: a prefix and a number >= 1)."""
+        one pixel in, the accumulators in the statistic's channel order). No Emitter name can
+        be one of them (those end in a number >= 1 after a prefix no op spells "acc")."""
         if self.kind == "sum":
             accs = [f"_acc{k}" for k in range(self.width)]
             init = [f"{a} = 0.0" for a in accs]

@@ -25,8 +25,10 @@ The replay rule (what may change between calls):
   captured once per position (k + 1 captures), so each replay reads and writes its frame's slots.
 
 On the CPU backend and the simulator a replay re-runs the tape's launches (the same semantics);
-on CUDA a tape holding reductions (which run on the default stream, which a capture may not
-touch) is replayed launch by launch as well, still without recording or planning.
+on CUDA a tape holding precompiled reductions (histograms, integrals, ``reduce``: they run on
+the default stream, which a capture may not touch) is replayed launch by launch as well, still
+without recording or planning; generated reductions (normalize, minMax, sum, ...) are launches
+like any other.
 """
 import numbers
 
@@ -204,7 +206,10 @@ class Tape:
             else:
                 entries.append(entry)
         self.entries = entries
-        self.launches = sum(e[0] == "launch" for e in entries)   # (reductions count their own)
+        # (a generated reduction's launch is its kernel and, on CUDA, its fold; precompiled
+        # reductions count their own)
+        self.launches = sum(be.reduce_launches if getattr(e[2][0], "reduce", None) is not None else 1
+                            for e in entries if e[0] == "launch")
         if NATIVE and STATE.backend_name == "cuda" and all(e[0] == "launch" for e in entries):
             from .backends import cuda_graphs
             self.native = cuda_graphs.capture(be, [(e[1], e[2], e[3]) for e in entries])

@@ -4,7 +4,9 @@ The rules, as sentences:
 
 * A result recorded with ``stream=s`` (or inside ``lazycv.on_stream(s)``) is launched on ``s``
   when a flush computes it; a flush may launch on several streams. A batched launch whose
-  items name different streams goes on the first item's stream.
+  items name different streams goes on the first item's stream; a kernel no result names (an
+  intermediate: a hard cut, a reduction's statistic) on that of the flush's first result that
+  names one.
 * Streams are ordered by events, never by a device synchronisation: every launch and copy on a
   stream, once any lazycv Stream exists, leaves an event on each buffer it touches, and a later
   launch or copy of that buffer on another stream waits for that event first. So a download on
@@ -15,7 +17,7 @@ The rules, as sentences:
 * The buffers are known by their addresses: a pooled buffer handed out again has the address
   its storage had, so its last use is found even though the array object is new.
 * lazycv's streams are *blocking* streams (``cudaStreamCreate``, OpenCV's ``Stream()``):
-  work lazycv still places on the default stream (reductions, table uploads of replayed
+  work lazycv still places on the default stream (histograms, integrals, table uploads of replayed
   programs) is then ordered against them by CUDA itself. ``Stream(cudaStreamNonBlocking)`` is
   accepted and made blocking too, for the same reason.
 * On the CPU backend and the simulator a launch is done when it returns, so nothing waits;

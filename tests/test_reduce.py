@@ -373,6 +373,27 @@ def test_a_repeated_normalize_replays_its_plan_with_each_frames_statistic(rng):
     assert lazycv.stats()["plan_hits"] >= 4
 
 
+@pytest.mark.sim
+def test_a_captured_graph_replays_a_reduction_with_each_calls_pixels(rng):
+    """lazycv.capture of resize -> normalize: each replay launches what a flush launches
+    (the reduction keeps its partials buffer in the tape) and sees its own input."""
+    (h, w), dsize = RESIZE_SRC, RESIZE_TO
+
+    def step(f):
+        return cv2.cuda.normalize(cv2.cuda.resize(f, dsize), 0, 255, cv2.NORM_MINMAX, -1)
+    graph = lazycv.capture(step)
+    frames = [rand_image(rng, h, w, 1, np.uint8) for _ in range(3)]
+    for f in frames:
+        lazycv.reset_stats()
+        want = step(upload(f)).download()
+        direct = lazycv.stats()["kernels_launched"]
+        lazycv.reset_stats()
+        got = graph(upload(f)).download()
+        assert lazycv.stats()["kernels_launched"] <= direct + 1          # (+ the copy into its slot)
+        np.testing.assert_array_equal(got, want)
+    assert graph.replays == 2
+
+
 @pytest.mark.parametrize("sim_ok", [pytest.param(True, marks=pytest.mark.sim)])
 def test_device_scalar_gain_stays_on_device(rng, sim_ok):
     """frame * (target / mean(frame)) with the mean a 1x1 GpuMat: no download until the end."""

@@ -41,9 +41,11 @@ def kernel(MAXH, TI, TF, {params}):
 {branches}
 '''
 
-# a reduction (codegen.generate_reduce): a grid-stride loop folding pixels into each thread's
-# accumulators, then the block's threads folded in shared memory into the block's partials,
-# P[block]; the launch then folds the blocks in order (backends/reduce_kernels.fold)
+# a reduction (codegen.generate_reduce): each block takes rows blockIdx.x, + gridDim.x, ... and
+# its threads the pixels of a row (coalesced, no division per pixel, the row's lines once per
+# row), folding them into each thread's accumulators; the block's threads are then folded in
+# shared memory into the block's partials, P[block]; the launch folds the blocks in order
+# (backends/reduce_kernels.fold)
 _REDUCE = '''import math
 import numpy as np
 from numba import cuda
@@ -55,12 +57,14 @@ def kernel({params}):
     _t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
     _nt = cuda.blockDim.x * cuda.blockDim.y
 {init}
-    _p = cuda.blockIdx.x * _nt + _t
-    while _p < H * W:
-        y = _p // W
-        x = _p - y * W
+    y = cuda.blockIdx.x
+    while y < H:
+{row}
+        x = _t
+        while x < W:
 {body}
-        _p += cuda.gridDim.x * _nt
+            x += _nt
+        y += cuda.gridDim.x
 {stash}
     cuda.syncthreads()
     _s = _nt // 2
@@ -212,7 +216,8 @@ class CudaBackend(Backend):
                             f"    _sh[{v}, _t] = _sh[{v}, _t + _s]", f"    _sh[{i}, _t] = _sh[{i}, _t + _s]"]
         return _REDUCE.format(
             opts=self._jit_options(), params=", ".join(params), width=fold.width, threads=BLOCK[0] * BLOCK[1],
-            init=self.indent(init, 4), body=self.indent(self._quiet(row_lines + lines + step), 8),
+            init=self.indent(init, 4), row=self.indent(self._quiet(row_lines) if row_lines else ["pass"], 8),
+            body=self.indent(self._quiet(lines + step), 12),
             stash=self.indent([f"_sh[{k}, _t] = {a}" for k, a in enumerate(accs)], 4),
             combine=self.indent(combine, 12),
             store=self.indent([f"P[cuda.blockIdx.x, {k}] = _sh[{k}, 0]" for k in range(fold.width)], 8))
@@ -220,11 +225,10 @@ class CudaBackend(Backend):
     reduce_launches = 2             # a reduction's kernel and the fold of its blocks' partials
 
     def reduce_partials(self, rows, cols, width):
-        """A reduction's partials: one row of ``width`` per block — as many blocks as fill the
-        pixels, at most MAX_BLOCKS (the fold reads them all); one in the simulator, whose
-        threads are Python threads."""
-        threads = BLOCK[0] * BLOCK[1]
-        n = 1 if self.simulator else max(1, min(reduce_kernels.MAX_BLOCKS, -(-rows * cols // threads)))
+        """A reduction's partials: one row of ``width`` per block — a block per image row, at
+        most MAX_BLOCKS (the fold reads them all); one in the simulator, whose threads are
+        Python threads."""
+        n = 1 if self.simulator else max(1, min(reduce_kernels.MAX_BLOCKS, rows))
         return self.alloc(n, width, np.float64)
 
     def _quiet(self, lines):

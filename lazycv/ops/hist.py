@@ -1,5 +1,6 @@
 """Histograms and integral images: calcHist, histEven, histRange, evenLevels, equalizeHist,
-integral, sqrIntegral — reduce phases (ops/reduce.py) whose results stay on the device.
+integral, sqrIntegral — precompiled kernels (backends/reduce_kernels.py) run at the call on
+their input, computed first (ops/reduce.py ``region``); the results stay on the device.
 
 OpenCV's rules: calcHist counts 8UC1 values into 256 bins (1x256 CV_32SC1); histEven and
 histRange count 8UC1/16UC1/16SC1 (histRange also 32FC1) values into bins
