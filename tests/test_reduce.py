@@ -612,6 +612,8 @@ def test_errors(rng):
         cv2.cuda.calcHist(u16)
     with pytest.raises(cv2.error, match="empty"):
         cv2.cuda.sum(cv2.cuda_GpuMat())
+    with pytest.raises(cv2.error, match="channels"):           # (OpenCV CUDA sums 1 to 4 channels)
+        cv2.cuda.calcSum(upload(np.zeros((2, 3, 5), np.uint8)))
     with pytest.raises(cv2.error, match="sizes"):
         cv2.cuda.norm(c1, upload(np.zeros((3, 3), np.uint8)), cv2.NORM_L1)
 
