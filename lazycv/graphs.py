@@ -40,6 +40,7 @@ from .backends import reduce_kernels
 from .errors import StsBadArg, cv_error
 from .facade.gpumat import GpuMat
 from .facade.hostmem import HostMem
+from .facade.stream import Stream
 from .ir import Source
 from .runtime import STATE
 
@@ -62,23 +63,29 @@ class Graph:
         self.tapes = {}
         self.captures = self.replays = 0
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, stream=None):
+        """Run the iteration on ``inputs``: captured on the first call of their key, replayed
+        after; ``stream`` (a cv2.cuda.Stream): the replay's copies and launches go on it."""
+        if stream is not None and not isinstance(stream, Stream):
+            raise cv_error("lazycv.Graph", f"stream must be a cv2.cuda.Stream, got {type(stream).__name__}",
+                           StsBadArg)
         with STATE.lock:
             key = tuple(_input_key(i, v) for i, v in enumerate(inputs))
             tape = self.tapes.get(key + _ring_positions(self.tapes, key))
             if tape is None:
-                tape, outs = self._capture(key, inputs)
+                with streams.on_stream(stream):
+                    tape, outs = self._capture(key, inputs, streams.key(stream) if stream is not None else None)
                 self.tapes[key + tape.positions] = tape
                 self.captures += 1
                 return outs
             self.replays += 1
-            return tape.replay(inputs)
+            return tape.replay(inputs, streams.key(stream) if stream is not None else streams.CURRENT)
 
-    def _capture(self, key, inputs):
+    def _capture(self, key, inputs, who=None):
         runtime.flush()                      # earlier work stays out of the tape
         slots = [_slot_for(k) for k in key]
         for slot, v in zip(slots, inputs):
-            _fill(slot, v)
+            _fill(slot, v, who)
         runtime.flush()
         tape = Tape(slots)
         media.PUSH_LOG = []
@@ -137,13 +144,15 @@ def _slot_for(key):
     return GpuMat(1, 1, cv2.CV_64FC(key[1]))
 
 
-def _fill(slot, v):
-    """The input's data into its slot (a copy on the device, an upload from the host)."""
+def _fill(slot, v, who=None):
+    """The input's data into its slot (a copy on the device — on stream ``who`` — or an upload
+    from the host)."""
     if isinstance(v, GpuMat):
         v._materialize()
         runtime.before_read(v._alloc)
         runtime.before_write(slot._alloc)
         src = Source(v._alloc.buf, v._y0, v._x0 * v._cn, v._rows, v._cols * v._cn, v._depth, 1)
+        streams.CURRENT = who                 # (a flush above resets it)
         runtime.copy_region(src, slot._alloc.buf, 0, 0)
     elif isinstance(v, (HostMem, np.ndarray)):
         slot.upload(v)
@@ -214,23 +223,18 @@ class Tape:
             from .backends import cuda_graphs
             self.native = cuda_graphs.capture(be, [(e[1], e[2], e[3]) for e in entries])
 
-    def replay(self, inputs):
-        for slot, v in zip(self.slots, inputs):
-            _fill(slot, v)
-        for alloc, *_ in self.outputs:
-            runtime.before_write(alloc)       # lazy readers of the last results run first
-        if self.native is not None:
-            self._launch_native()
-        else:
-            for entry in self.entries:
-                if entry[0] == "launch":
-                    _, plain, args, kw, who = entry
-                    _relaunch(plain, args, kw, who)
-                else:
-                    _, method, args, kw, out = entry
-                    new = method(*args, **kw)
-                    src = Source(new, 0, 0, new.shape[0], new.shape[1], DTYPE_DEPTH[np.dtype(new.dtype)], 1)
-                    runtime.copy_region(src, out, 0, 0)
+    def replay(self, inputs, who=None):
+        """Copy ``inputs`` into the slots and run the tape again — on stream ``who`` (a facade
+        Stream; None: each launch's own, the default stream for the native graph)."""
+        try:
+            for slot, v in zip(self.slots, inputs):
+                _fill(slot, v, who)
+            for alloc, *_ in self.outputs:
+                runtime.before_write(alloc)       # lazy readers of the last results run first
+            streams.CURRENT = who
+            self._run(who)
+        finally:
+            streams.CURRENT = None
         STATE.stats["kernels_launched"] += self.launches
         for d, n in zip(self.delays, self.pushes):
             d.count += n
@@ -241,18 +245,31 @@ class Tape:
             outs.append(m)
         return outs[0] if self.single else outs
 
-    def _launch_native(self):
-        """One CUDA Graph launch on the current stream, ordered like a launch touching every
-        buffer of the tape."""
+    def _run(self, who):
+        if self.native is not None:
+            self._launch_native(who)
+        else:
+            for entry in self.entries:
+                if entry[0] == "launch":
+                    _, plain, args, kw, taped_on = entry
+                    _relaunch(plain, args, kw, who if who is not None else taped_on)
+                else:
+                    _, method, args, kw, out = entry
+                    new = method(*args, **kw)
+                    src = Source(new, 0, 0, new.shape[0], new.shape[1], DTYPE_DEPTH[np.dtype(new.dtype)], 1)
+                    runtime.copy_region(src, out, 0, 0)
+
+    def _launch_native(self, who):
+        """One CUDA Graph launch on stream ``who``, ordered like a launch touching every buffer
+        of the tape (unless the caller orders its streams itself: streams.caller_orders)."""
         from .backends import cuda_graphs
         bufs = [a for e in self.entries for a in e[2][6 if e[1].__name__ == "launch_batched" else 3]]
-        who = streams.CURRENT
-        if streams.ACTIVE:
+        if streams.ACTIVE and not streams.CALLER_ORDERS:
             handle = streams.enter(who, bufs, "graph")
             cuda_graphs.launch(self.native, handle)
             streams.leave(who, bufs)
         else:
-            cuda_graphs.launch(self.native, None)
+            cuda_graphs.launch(self.native, streams.native(who))
 
 
 def _relaunch(plain, args, kw, who):

@@ -31,7 +31,7 @@ PUSH_LOG = None          # a list while a graph is captured: the DelayBuffers pu
 class _Slot:
     """One frame in flight: its host and device buffers and the events between the stages."""
     __slots__ = ("index", "pinned_in", "device_in", "pinned_out", "uploaded", "computed", "downloaded",
-                 "single", "results")
+                 "single", "results", "graph")
 
     def __init__(self):
         self.index = None
@@ -42,6 +42,7 @@ class _Slot:
             Event.DISABLE_TIMING), Event(Event.DISABLE_TIMING)
         self.single = True
         self.results = ()         # fn's GpuMats, kept until downloaded (see _deliver)
+        self.graph = None         # fn captured for this slot (graph=True): its outputs are the slot's
 
 
 class StreamedLoop:
@@ -56,14 +57,21 @@ class StreamedLoop:
     yields arrays of your own.
 
     Equal to the serial loop ``fn(upload(frame)).download()`` on every backend; on CUDA the
-    three stages of consecutive frames overlap."""
+    three stages of consecutive frames overlap.
 
-    def __init__(self, frames, fn, depth=3, copy=False):
+    ``graph=True``: ``fn`` computes the same thing every frame (no Python decision that
+    changes between frames, no upload or download inside — lazycv.capture's rule), so each
+    slot captures it once (lazycv.capture) and replays it for later frames: no recording or
+    planning per frame, one CUDA Graph launch on CUDA. The host then keeps up with the copy
+    engines (bench/w5.py)."""
+
+    def __init__(self, frames, fn, depth=3, copy=False, graph=False):
         if not callable(fn):
             raise cv_error("StreamedLoop", f"fn must be callable, got {type(fn).__name__}", StsBadArg)
         if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 1:
             raise cv_error("StreamedLoop", f"depth must be an integer >= 1, got {depth!r}", StsBadArg)
         self.frames, self.fn, self.depth, self.copy = frames, fn, int(depth), bool(copy)
+        self.graph = bool(graph)
         self.upload_stream = self.compute_stream = self.download_stream = None
 
     def __iter__(self):
@@ -114,8 +122,14 @@ class StreamedLoop:
         slot.device_in.upload(host, up)
         slot.uploaded.record(up)
         compute.waitEvent(slot.uploaded)
-        with streams.on_stream(compute):
-            out = self.fn(slot.device_in)
+        if self.graph:
+            if slot.graph is None:
+                from .graphs import capture
+                slot.graph = capture(self.fn)
+            out = slot.graph(slot.device_in, stream=compute)
+        else:
+            with streams.on_stream(compute):
+                out = self.fn(slot.device_in)
         slot.single = isinstance(out, GpuMat)
         outs = [out] if slot.single else list(out)
         if not outs or not all(isinstance(m, GpuMat) for m in outs):

@@ -102,6 +102,38 @@ def test_streamed_loop_equals_the_serial_loop_frame_by_frame(rng, depth):
             np.testing.assert_array_equal(p, q)
 
 
+@pytest.mark.sim
+@pytest.mark.parametrize("depth", [1, 2])
+def test_streamed_loop_with_graphs_equals_the_serial_loop(rng, depth):
+    """graph=True: each slot captures fn once and replays it; every frame's result is its own
+    (the slots' graph outputs are downloaded before the slot's graph runs again)."""
+    frames = [rand_image(rng, 6, 7, 3, np.uint8) for _ in range(6)]
+    lazycv.reset_stats()
+    want = serial(frames[:1], chain)
+    per_frame = lazycv.stats()["ops_recorded"]
+    want += serial(frames[1:], chain)
+    loop = lazycv.StreamedLoop(frames, chain, depth=depth, graph=True)
+    lazycv.reset_stats()
+    got = [(i, [p.copy() for p in planes]) for i, planes in loop]
+    assert [i for i, _ in got] == list(range(len(frames)))
+    for (_, planes), ref in zip(got, want):
+        for p, q in zip(planes, ref):
+            np.testing.assert_array_equal(p, q)
+    assert lazycv.stats()["ops_recorded"] == depth * per_frame, "a replayed frame recorded its calls again"
+
+
+def test_streamed_loop_with_graphs_replays_on_the_compute_stream(rng):
+    frames = [cv2.cuda_HostMem(rand_image(rng, 9, 11, 3, np.uint8)) for _ in range(5)]
+    loop = lazycv.StreamedLoop(frames, lambda g: cv2.cuda.add(g, (1, 2, 3)), depth=2, graph=True)
+    with lazycv.trace_streams() as trace:
+        outs = [(i, o.copy()) for i, o in loop]
+    comp = loop.compute_stream._label()
+    launches = [t for t in trace if t[0] == "launch"]
+    assert launches and all(t[1] == comp for t in launches), launches
+    for (i, o), f in zip(outs, frames):
+        np.testing.assert_array_equal(o, cv2.add(f.createMatHeader(), (1, 2, 3, 0)))
+
+
 def test_streamed_loop_overlaps_stages_on_three_streams_and_takes_hostmem(rng):
     """Frame i's compute waits only for its own upload; its download only for its compute; and
     the host waits for frame i - depth's download (through its event) before reusing a slot."""
