@@ -277,6 +277,9 @@ def _relaunch(plain, args, kw, who):
     if not streams.ACTIVE:
         plain(*args, **kw)
         return
+    if streams.CALLER_ORDERS:                 # (the caller's events order its streams)
+        plain(*args, stream=streams.native(who), **kw)
+        return
     bufs = args[6 if plain.__name__ == "launch_batched" else 3]
     handle = streams.enter(who, bufs, "launch")
     plain(*args, stream=handle, **kw)

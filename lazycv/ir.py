@@ -175,7 +175,11 @@ class Recording:
         self.nbufs = 0              # buffers numbered so far (an id may come back: not len(bufs))
         self.open = True
         self.gen = next(_GENERATIONS)
-        OPEN[self.gen] = self
+        OPEN[self.gen] = weakref.ref(self)
+        if len(OPEN) >= _OPEN_PRUNE[0]:       # (recordings of threads that ended)
+            for g in [g for g, r in OPEN.items() if r() is None]:
+                del OPEN[g]
+            _OPEN_PRUNE[0] = max(64, 2 * len(OPEN))
 
     def first_seen(self, v):
         """The position of a value no recorded node has read yet (memory, or an older pending
@@ -230,7 +234,8 @@ class Recording:
 # instead of one interleaved structure that never repeats. OPEN: the open recordings by gen
 # (weakly), so a flush that computes another thread's node can close that thread's recording
 # (closed_by_flush): its replay would recompute the node from inputs that may have changed.
-OPEN = weakref.WeakValueDictionary()
+OPEN = {}                  # gen -> weak reference to the recording
+_OPEN_PRUNE = [64]         # (OPEN's size at which entries of gone recordings are dropped)
 
 
 class _Thread(threading.local):
@@ -328,7 +333,8 @@ def new_recording():
 def closed_by_flush(node):
     """A flush computed ``node`` into memory: the recording of another thread that numbered
     it must not be replayed (its plan would compute the node again)."""
-    rec = OPEN.get(node.rgen)
+    ref = OPEN.get(node.rgen)
+    rec = ref() if ref is not None else None
     if rec is not None and rec is not _THREAD.rec:
         rec.close()
 

@@ -347,6 +347,11 @@ def flush(requested=(), everyone=False):
     """
     with STATE.lock, nvtx_range("lazycv flush"):
         try:
+            if not (requested or everyone or THREAD.pending or STATE.written):
+                # nothing of this thread is pending (an Event.record, a stream sync): no walk
+                if ir._THREAD.rec.tokens:
+                    ir.new_recording()
+                return
             pending = live_pending(everyone)
             if ir.MULTI_DEVICE:
                 _flush_by_device(requested, pending)
