@@ -6,7 +6,8 @@ import numpy as np
 
 from .. import ir, runtime
 from .._types import DEPTH_DTYPE, host_shape, split_type
-from ..errors import StsBadArg, StsNotImplemented, StsOutOfRange, cv_error
+from ..errors import (StsBadArg, StsNotImplemented, StsOutOfRange, binding_call, binding_class, binding_function,
+                      binding_keywords, cv_error)
 from ..ops.common import int_arg
 from ..runtime import STATE
 
@@ -55,6 +56,8 @@ def _device_name(dev):
     return dev.name.decode() if isinstance(dev.name, bytes) else dev.name
 
 
+@binding_function("createGpuMatFromCudaMemory")
+@binding_keywords("rows", "cols", "size", "type", "cudaMemoryAddress", "step", most=5)
 def createGpuMatFromCudaMemory(*args, **kw):
     """(rows, cols, type, cudaMemoryAddress[, step]) or (size, type, cudaMemoryAddress[, step])."""
     from .interop import from_pointer
@@ -123,6 +126,7 @@ def setBufferPoolConfig(deviceId, stackSize, stackCount):
     """See setBufferPoolUsage (no effect)."""
 
 
+@binding_class
 class BufferPool:
     """``cv2.cuda.BufferPool(stream)``: scratch GpuMats for work on ``stream``. OpenCV takes
     them from the stream's stack allocator; lazycv's own memory pool serves every GpuMat, so a
@@ -148,6 +152,7 @@ class BufferPool:
                        StsNotImplemented)
 
 
+@binding_class
 class TargetArchs:
     """``cv2.cuda.TargetArchs``: which GPU architectures the CUDA module was built for. lazycv
     compiles its kernels at run time for the device in use, so every architecture and feature
@@ -289,6 +294,7 @@ def _attribute_method(name, attr, on_host):
 
 for _name, (_attr, _host) in _ATTRIBUTES.items():
     setattr(DeviceInfo, _name, _attribute_method(_name, _attr, _host))
+binding_class(DeviceInfo)              # (after the attribute methods: they are wrapped too)
 
 
 NO_CUDA_BUILD = ("this OpenCV build has no CUDA support, and lazycv has neither a fused op nor a CPU OpenCV "
@@ -315,9 +321,9 @@ def unsupported_class(name, statics=(), why=NO_CUDA_BUILD):
     return type(name, (), attrs)
 
 
-API = {f.__name__: f for f in (getCudaEnabledDeviceCount, getDevice, setDevice, resetDevice,
-                               printShortCudaDeviceInfo, printCudaDeviceInfo, createContinuous,
-                               ensureSizeIsEnough, setBufferPoolUsage, setBufferPoolConfig)}
+API = {f.__name__: binding_call(f, f.__name__)
+       for f in (getCudaEnabledDeviceCount, getDevice, setDevice, resetDevice, printShortCudaDeviceInfo,
+                 printCudaDeviceInfo, createContinuous, ensureSizeIsEnough, setBufferPoolUsage, setBufferPoolConfig)}
 API["DeviceInfo"] = DeviceInfo
 API["BufferPool"] = BufferPool
 API["TargetArchs"] = TargetArchs

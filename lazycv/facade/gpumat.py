@@ -7,7 +7,8 @@ import numpy as np
 
 from .. import runtime
 from .._types import CN_MAX, DEPTH_DTYPE, DTYPE_DEPTH, host_shape, make_type, split_type, type_name
-from ..errors import StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, check, cv_error
+from ..errors import (StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, binding_class, binding_keywords,
+                      check, cv_error)
 from .. import ir
 from ..ir import Allocation, Node, PendingWrite, Source, source_bufs
 from ..ops.common import int_arg
@@ -89,6 +90,7 @@ def host_array_info(func, arr):
     return rows, cols, depth, cn, rows2d
 
 
+@binding_class
 class GpuMat:
     """OpenCV's ``cv::cuda::GpuMat`` with lazy results.
 
@@ -463,6 +465,7 @@ class GpuMat:
         return f"<lazycv GpuMat {self._cols}x{self._rows} {type_name(self.type())} {state}>"
 
     # ---------------------------------------------------------------- memory
+    @binding_keywords("rows", "cols", "type", "size", most=3)
     def create(self, *args, **kw):
         """create(rows, cols, type) or create(size, type): new memory unless it already fits."""
         with STATE.lock:
@@ -701,6 +704,7 @@ class GpuMat:
         return ALLOCATOR
 
 
+@binding_class(name="GpuMat_Allocator")
 class GpuMatAllocator:
     """``cv2.cuda.GpuMat_Allocator``: stands for lazycv's memory pool where OpenCV code passes
     an allocator (constructors, ``Stream(allocator)``); it changes nothing."""

@@ -7,7 +7,8 @@ import numpy as np
 
 from .. import runtime
 from .._types import DEPTH_DTYPE, DTYPE_DEPTH, host_shape, make_type, split_type
-from ..errors import StsBadArg, StsNullPtr, StsUnsupportedFormat, cv_error
+from ..errors import (StsBadArg, StsNullPtr, StsUnsupportedFormat, binding_call, binding_class, binding_keywords,
+                      cv_error)
 from ..ops.common import int_arg, size_arg
 from ..runtime import STATE
 
@@ -21,11 +22,13 @@ def _pinned(shape, dtype):
     return np.empty(shape, dtype)
 
 
+@binding_class
 class HostMem:
     """HostMem(), HostMem(rows, cols, type[, alloc_type]), HostMem(size, type[, alloc_type]),
     HostMem(arr[, alloc_type])."""
     PAGE_LOCKED, SHARED, WRITE_COMBINED = PAGE_LOCKED, SHARED, WRITE_COMBINED
 
+    @binding_keywords("rows", "cols", "type", "size", "arr", "alloc_type", most=4)
     def __init__(self, *args, **kw):
         self._arr = None
         self._released = False
@@ -187,4 +190,5 @@ def unregisterPageLocked(m):
     _registered.pop(id(m), None)
 
 
-API = {"HostMem": HostMem, "registerPageLocked": registerPageLocked, "unregisterPageLocked": unregisterPageLocked}
+API = {"HostMem": HostMem, "registerPageLocked": binding_call(registerPageLocked, "registerPageLocked"),
+       "unregisterPageLocked": binding_call(unregisterPageLocked, "unregisterPageLocked")}

@@ -10,12 +10,13 @@ returns, the host time at ``record``.
 import itertools
 
 from .. import runtime, streams
-from ..errors import StsBadArg, cv_error
+from ..errors import StsBadArg, binding_class, binding_function, cv_error
 from ..runtime import STATE
 
 _NUMBERS = itertools.count(1)
 
 
+@binding_class
 class Stream:
     """A CUDA stream. ``Stream()`` makes a new one (a blocking stream, as OpenCV's
     ``cudaStreamCreate``), ``Stream.Null()`` is the default stream, ``wrapStream`` takes one of
@@ -111,6 +112,7 @@ class Stream:
         return f"<cv2.cuda.Stream {self._label()}>"
 
 
+@binding_class
 class Event:
     """A point on a stream. ``record(stream)`` launches pending work and marks the point after
     everything queued on ``stream`` so far; ``waitForCompletion`` waits for it on the host,
@@ -159,6 +161,7 @@ class Event:
             return runtime.backend().elapsed_ms(start._event, end._event)
 
 
+@binding_function("wrapStream")
 def wrapStream(cudaStreamMemoryAddress):
     """``cv2.cuda.wrapStream(ptr)``: a Stream over a CUDA stream other code created (torch's
     ``torch.cuda.current_stream().cuda_stream``, cupy's ``Stream.ptr``); 0 is the null stream.

@@ -16,7 +16,9 @@ op of the same name is registered, and ``lazycv.supported()`` reports them as "f
 import cv2
 import numpy as np
 
-from ..errors import StsBadArg, StsNotImplemented, cv_error
+import inspect
+
+from ..errors import StsBadArg, StsNotImplemented, binding_call, binding_class, binding_keywords, cv_error, refuse_rest
 from .common import check_stream, gpumat_cls, src_mat, stream_cls
 from .fallback import count_fallback, run_cpu
 
@@ -24,7 +26,11 @@ FALLBACK_API = {}       # cv2.cuda name -> function or class
 
 
 def fallback_api(name):
+    """Register ``obj`` as ``cv2.cuda.<name>``; a function refuses an argument list it cannot take
+    with cv2.error (errors.binding_call), as OpenCV's binding does."""
     def deco(obj):
+        if inspect.isfunction(obj):
+            obj = binding_call(obj, name)
         FALLBACK_API[name] = obj
         return obj
     return deco
@@ -88,22 +94,30 @@ def cpu(func, fn, *args, why="CPU OpenCV's implementation"):
     return out
 
 
+@binding_class(name="Algorithm")
 class CpuAlgorithm:
     """An Algorithm object of the CUDA binding: parameters with getX/setX accessors (the names
-    in ``_params``), plus the cv::Algorithm methods scripts call."""
+    in ``_params``), plus the cv::Algorithm methods scripts call. Every subclass's methods
+    refuse an argument list they cannot take with cv2.error (errors.binding_class)."""
     _params = {}
     _name = "Algorithm"
 
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        binding_class(cls)
+
     def __init__(self, **values):
+        refuse_rest(self._binding_name, (), {k: v for k, v in values.items() if k not in self._params})
         self._p = {k: values.get(k, v) for k, v in self._params.items()}
 
     def __getattr__(self, attr):
         p = self.__dict__.get("_p", {})
         if attr[:3] in ("get", "set") and attr[3:] in p:
             key = attr[3:]
+            name = f"{type(self)._binding_name}::{attr}"
             if attr.startswith("get"):
-                return lambda: p[key]
-            return lambda value: p.__setitem__(key, value)
+                return binding_call(lambda: p[key], name)
+            return binding_call(lambda value: p.__setitem__(key, value), name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     def getDefaultName(self):
@@ -129,7 +143,8 @@ class CpuAlgorithm:
 
 
 def out_and_stream(func, args, kw, out_name):
-    """(dst, stream) from ``[dst[, stream]]`` positionals and keywords."""
+    """(dst, stream) from ``[dst[, stream]]`` positionals and keywords (the method declares
+    them with errors.binding_keywords: anything else is refused before the call)."""
     args, stream = take_stream(func, args, kw)
     dst = kw.pop(out_name, args[0] if args else None)
     return dst, stream
@@ -143,6 +158,7 @@ class CLAHE(CpuAlgorithm):
     _name = "CLAHE"
     _params = {"ClipLimit": 40.0, "TilesGridSize": (8, 8)}
 
+    @binding_keywords("dst", "stream", most=3)
     def apply(self, src, *args, **kw):
         func = "CLAHE::apply"
         dst, _ = out_and_stream(func, args, kw, "dst")
@@ -162,6 +178,7 @@ class CannyEdgeDetector(CpuAlgorithm):
     _name = "CannyEdgeDetector"
     _params = {"LowThreshold": 0.0, "HighThreshold": 0.0, "AppertureSize": 3, "L2Gradient": False}
 
+    @binding_keywords("image", "dx", "dy", "edges", "stream", most=4)
     def detect(self, *args, **kw):
         func = "CannyEdgeDetector::detect"
         args, _ = take_stream(func, args, kw)
@@ -196,6 +213,7 @@ class HoughLinesDetector(CpuAlgorithm):
     _name = "HoughLinesDetector"
     _params = {"Rho": 1.0, "Theta": np.pi / 180, "Threshold": 1, "DoSort": False, "MaxLines": 4096}
 
+    @binding_keywords("lines", "stream", most=3)
     def detect(self, src, *args, **kw):
         func = "HoughLinesDetector::detect"
         dst, _ = out_and_stream(func, args, kw, "lines")
@@ -232,6 +250,7 @@ class HoughSegmentDetector(CpuAlgorithm):
     _params = {"Rho": 1.0, "Theta": np.pi / 180, "MinLineLength": 0, "MaxLineGap": 0, "MaxLines": 4096,
                "Threshold": -1}
 
+    @binding_keywords("lines", "stream", most=3)
     def detect(self, src, *args, **kw):
         func = "HoughSegmentDetector::detect"
         dst, _ = out_and_stream(func, args, kw, "lines")
@@ -255,6 +274,7 @@ class HoughCirclesDetector(CpuAlgorithm):
     _params = {"Dp": 1.0, "MinDist": 1.0, "CannyThreshold": 100, "VotesThreshold": 100, "MinRadius": 0,
                "MaxRadius": 0, "MaxCircles": 4096}
 
+    @binding_keywords("circles", "stream", most=3)
     def detect(self, src, *args, **kw):
         func = "HoughCirclesDetector::detect"
         dst, _ = out_and_stream(func, args, kw, "circles")
@@ -283,6 +303,7 @@ class CornernessCriteria(CpuAlgorithm):
         super().__init__()
         self._kind, self._args = kind, (int(blockSize), int(ksize), float(k), int(borderType))
 
+    @binding_keywords("dst", "stream", most=3)
     def compute(self, src, *args, **kw):
         func = f"{self._kind}::compute"
         dst, _ = out_and_stream(func, args, kw, "dst")
@@ -310,6 +331,7 @@ class CornersDetector(CpuAlgorithm):
     _params = {"MaxCorners": 1000, "QualityLevel": 0.01, "MinDistance": 0.0, "BlockSize": 3,
                "UseHarrisDetector": False, "HarrisK": 0.04}
 
+    @binding_keywords("corners", "mask", "stream", most=4)
     def detect(self, image, *args, **kw):
         func = "CornersDetector::detect"
         args, _ = take_stream(func, args, kw)
@@ -340,6 +362,7 @@ class TemplateMatching(CpuAlgorithm):
         super().__init__()
         self._method = int(method)
 
+    @binding_keywords("result", "stream", most=4)
     def match(self, image, templ, *args, **kw):
         func = "TemplateMatching::match"
         dst, _ = out_and_stream(func, args, kw, "result")
@@ -378,7 +401,7 @@ def _generalized_hough(name, create):
         count_fallback(name, "CPU OpenCV's object")
         return create()
     make.__name__ = name
-    FALLBACK_API[name] = make
+    fallback_api(name)(make)
 
 
 _generalized_hough("createGeneralizedHoughBallard", cv2.createGeneralizedHoughBallard)

@@ -1,5 +1,4 @@
 """Helpers every op family uses to turn a cv2.cuda call into a recorded node."""
-import inspect
 import numbers
 
 import numpy as np
@@ -7,7 +6,7 @@ import numpy as np
 from .. import runtime, streams
 from .._types import DEPTH_DTYPE, DEPTH_NAME, MAX_CHANNELS, split_type, type_name
 from ..errors import (StsBadArg, StsOutOfRange, StsUnmatchedFormats, StsUnmatchedSizes, StsUnsupportedFormat,
-                      cv_error)
+                      binding_error, binding_problem, cv_error)
 from ..ir import Node
 from .base import REGISTRY
 from ..runtime import STATE
@@ -20,17 +19,15 @@ def cuda_api(name):
     function cannot take (an unknown keyword, too many positionals, a missing one) and numbers
     no integer can hold (``fx=inf``) are a cv2.error, as OpenCV's binding reports them."""
     def deco(fn):
-        sig = inspect.signature(fn)
-
         def wrapper(*args, **kw):
             with STATE.lock:
                 try:
                     return fn(*args, **kw)
                 except TypeError:                # (no cost on the way that raises nothing)
-                    problem = _binding_problem(sig, args, kw)
+                    problem = binding_problem(fn, args, kw)     # (errors.py: methods share it)
                     if problem is None:
                         raise
-                    raise cv_error(name, f"Overload resolution failed: {name}() {problem}", StsBadArg) from None
+                    raise binding_error(name, problem) from None
                 except OverflowError as e:
                     raise cv_error(name, f"an argument is out of range: {e}", StsOutOfRange) from None
         wrapper.__name__ = name
@@ -40,16 +37,6 @@ def cuda_api(name):
         API[name] = wrapper
         return wrapper
     return deco
-
-
-def _binding_problem(sig, args, kw):
-    """Why ``args``/``kw`` do not fit ``sig`` (Python's words), or None when they do: a
-    TypeError raised inside the function is then its own."""
-    try:
-        sig.bind(*args, **kw)
-    except TypeError as e:
-        return str(e)
-    return None
 
 
 _GPUMAT = None
@@ -74,7 +61,7 @@ def src_mat(func, m, name="src"):
             what = "numpy.ndarray (upload it to a GpuMat first)" if isinstance(m, np.ndarray) else type(m).__name__
             raise cv_error(func, f"{name} must be a cv2.cuda.GpuMat, got {what}", StsBadArg)
         m = m2
-    if m.empty():
+    if m._rows == 0 or m._cols == 0:        # (m.empty(), without its binding wrapper: every input)
         raise cv_error(func, f"{name} is empty (!{name}.empty())", StsBadArg)
     return m
 

@@ -49,14 +49,14 @@ def convert_to(self, *args, **kw):
     GpuMat = gpumat_cls()
     args = list(args)
     rtype = kw.pop("rtype", None)
+    dst, stream = kw.pop("dst", None), kw.pop("stream", None)
+    alpha, beta = kw.pop("alpha", None), kw.pop("beta", None)
+    if kw:                                   # (before "missing": the unknown keyword is the mistake)
+        raise cv_error(func, f"unexpected arguments {sorted(kw)}", StsBadArg)
     if rtype is None:
         if not args:
             raise cv_error(func, "missing rtype", StsBadArg)
         rtype = args.pop(0)
-    dst, stream = kw.pop("dst", None), kw.pop("stream", None)
-    alpha, beta = kw.pop("alpha", None), kw.pop("beta", None)
-    if kw:
-        raise cv_error(func, f"unexpected arguments {sorted(kw)}", StsBadArg)
     nums = []
     for a in args:
         if type(a) is float or type(a) is int:

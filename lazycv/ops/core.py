@@ -2,7 +2,7 @@
 import cv2
 
 from .._types import DEPTH_RANGE, is_float
-from ..errors import StsBadArg, StsUnsupportedFormat, cv_error
+from ..errors import StsBadArg, StsUnsupportedFormat, cv_error, refuse_rest
 from .base import OpDef, round_int32
 from .common import stream_cls, check_same, check_stream, gpumat_cls, node, result, scalar4, src_mat
 
@@ -98,13 +98,13 @@ def set_to(self, *args, **kw):
     GpuMat = gpumat_cls()
     s = kw.pop("s", kw.pop("value", None))
     args = list(args)
+    mask, stream = kw.pop("mask", None), kw.pop("stream", None)
+    if kw:                                   # (before "missing": the unknown keyword is the mistake)
+        raise cv_error(func, f"unexpected arguments {sorted(kw)}", StsBadArg)
     if s is None:
         if not args:
             raise cv_error(func, "missing the value to set", StsBadArg)
         s = args.pop(0)
-    mask, stream = kw.pop("mask", None), kw.pop("stream", None)
-    if kw:
-        raise cv_error(func, f"unexpected arguments {sorted(kw)}", StsBadArg)
     for a in args:
         if isinstance(a, Stream):
             stream = a
@@ -172,6 +172,7 @@ def copy_to(self, *args, **kw):
     dst, mask, stream = kw.pop("dst", None), kw.pop("mask", None), kw.pop("stream", None)
     if kw:
         raise cv_error(func, f"unexpected arguments {sorted(kw)}", StsBadArg)
+    refuse_rest(func, args, {}, most=3)         # (the overloads take 3 at most; None counts)
     dst, mask, stream = _copy_to_positionals(func, [a for a in args if a is not None], dst, mask, stream)
     check_stream(func, stream)
     src = src_mat(func, self, "src")

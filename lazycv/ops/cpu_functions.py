@@ -11,7 +11,7 @@ does), truncate, and stop when the point does not move or moves by at most ``eps
 import cv2
 import numpy as np
 
-from ..errors import StsUnsupportedFormat, cv_error
+from ..errors import StsUnsupportedFormat, binding_call, binding_keywords, cv_error
 from .algorithms import FALLBACK_API, cpu, device, fallback_api, host, take_stream
 from .common import gpumat_cls
 from .fallback import count_fallback
@@ -82,6 +82,7 @@ def _split_dst_criteria(args, kw, n_out):
 
 
 @fallback_api("meanShiftFiltering")
+@binding_keywords("dst", "criteria", "stream", most=6)
 def meanShiftFiltering(src, sp, sr, *args, **kw):
     """meanShiftFiltering(src, sp, sr[, dst[, criteria[, stream]]]) -> dst (CV_8UC4)."""
     func = "meanShiftFiltering"
@@ -92,6 +93,7 @@ def meanShiftFiltering(src, sp, sr, *args, **kw):
 
 
 @fallback_api("meanShiftProc")
+@binding_keywords("dstr", "dstsp", "criteria", "stream", most=7)
 def meanShiftProc(src, sp, sr, *args, **kw):
     """meanShiftProc(src, sp, sr[, dstr[, dstsp[, criteria[, stream]]]]) -> (dstr, dstsp)."""
     func = "meanShiftProc"
@@ -102,6 +104,7 @@ def meanShiftProc(src, sp, sr, *args, **kw):
 
 
 @fallback_api("meanShiftSegmentation")
+@binding_keywords("dst", "criteria", "stream", most=7)
 def meanShiftSegmentation(src, sp, sr, minsize, *args, **kw):
     """meanShiftSegmentation(src, sp, sr, minsize[, dst[, criteria[, stream]]]) -> dst: CUDA's
     segmentation (mssegmentation.cpp): join 4-neighbours whose mapped positions are within sp
@@ -155,7 +158,10 @@ def meanShiftSegmentation(src, sp, sr, minsize, *args, **kw):
 
 def _plain(name, fn, n_in=1, why="CPU OpenCV's implementation"):
     """A cv2.cuda function ``name(src..., <fn's parameters>[, dst][, stream])`` whose result is
-    ``fn(host inputs..., parameters...)``."""
+    ``fn(host inputs..., parameters...)``; an argument ``fn`` cannot take is the binding's
+    cv2.error."""
+    fn = binding_call(fn, name)
+
     def call(*args, **kw):
         args, _ = take_stream(name, args, kw)
         dst = kw.pop("dst", None)

@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 
 from .._types import DEPTH_NAME, DEPTH_RANGE, is_float, make_type, split_type, type_name
-from ..errors import StsAssert, StsBadArg, StsBadSize, StsUnsupportedFormat, cv_error
+from ..errors import StsAssert, StsBadArg, StsBadSize, StsUnsupportedFormat, binding_class, cv_error
 from . import border
 from .base import OpDef, saturate
 from .common import API, cuda_api, float_arg, gpumat_cls, int_arg, node, result, scalar4, size_arg, src_mat
@@ -140,6 +140,7 @@ def column_offsets(ksize, anchor):
 # The filter object and argument parsing
 
 
+@binding_class
 class Filter:
     """cv2.cuda_Filter: made by a ``create*Filter`` call; ``apply(src[, dst[, stream]])``."""
 

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from .._types import DEPTH_RANGE, DTYPE_DEPTH, is_float
-from ..errors import StsBadArg, StsBadSize, StsUnsupportedFormat, cv_error
+from ..errors import StsBadArg, StsBadSize, StsUnsupportedFormat, binding_class, cv_error
 from ..runtime import STATE
 from .base import OpDef, saturate
 from .common import (check_channels, check_depth, check_same, check_stream, cuda_api, gpumat_cls, int_arg,
@@ -63,6 +63,7 @@ def lut_node(func, m, table):
     return node("lut", [m._value(func), table._value(func, "lut")], (), (), m._rows, m._cols, table._depth, m._cn)
 
 
+@binding_class
 class LookUpTable:
     """cv2.cuda.LookUpTable: ``transform(src[, dst[, stream]])`` maps each pixel through the table."""
 

@@ -5,7 +5,7 @@ cv2.VideoCapture / cv2.VideoWriter. See algorithms.py for how a call runs and is
 import cv2
 import numpy as np
 
-from ..errors import StsBadArg, cv_error
+from ..errors import StsBadArg, binding_call, binding_class, binding_keywords, cv_error, refuse_rest
 from .algorithms import (CpuAlgorithm, out_and_stream, cpu, device, fallback_api, host, row_of, take_stream,
                          unsupported_call)
 from .common import gpumat_cls
@@ -30,6 +30,7 @@ class _BackgroundSubtractor(CpuAlgorithm):
             return getattr(self.__dict__["_cpu"], attr)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
+    @binding_keywords("learningRate", "fgmask", "stream", most=4)
     def apply(self, image, *args, **kw):
         func = f"{self._name}::apply"
         args, _ = take_stream(func, args, kw)
@@ -40,6 +41,7 @@ class _BackgroundSubtractor(CpuAlgorithm):
         fg = cpu(func, lambda a: self._cpu.apply(a, learningRate=rate), host(func, image, "image"))
         return device(fg, dst)
 
+    @binding_keywords("backgroundImage", "stream", most=2)
     def getBackgroundImage(self, *args, **kw):
         func = f"{self._name}::getBackgroundImage"
         dst, _ = out_and_stream(func, args, kw, "backgroundImage")
@@ -55,6 +57,7 @@ class BackgroundSubtractorMOG(_BackgroundSubtractor):
         super().__init__(cpu_object)
         self._model = model
 
+    @binding_keywords("learningRate", "fgmask", "stream", most=4)
     def apply(self, image, *args, **kw):
         fg = super().apply(image, *args, **kw)
         nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
@@ -62,6 +65,7 @@ class BackgroundSubtractorMOG(_BackgroundSubtractor):
                           float(kw.get("learningRate", nums[0] if nums else -1.0)))
         return fg
 
+    @binding_keywords("backgroundImage", "stream", most=2)
     def getBackgroundImage(self, *args, **kw):
         func = "BackgroundSubtractorMOG::getBackgroundImage"
         dst, _ = out_and_stream(func, args, kw, "backgroundImage")
@@ -226,6 +230,7 @@ class StereoBM(_BackgroundSubtractor):
     parameters as cv::StereoBM's."""
     _name = "StereoBM"
 
+    @binding_keywords("disparity", "stream", most=4)
     def compute(self, left, right, *args, **kw):
         func = "StereoBM::compute"
         dst, _ = out_and_stream(func, args, kw, "disparity")
@@ -270,10 +275,12 @@ CODEC_API = {}          # cv2.cudacodec name -> function or class
 def _codec_struct(name, fields):
     """A CV_EXPORTS_W_SIMPLE struct of cudacodec: a plain object with the header's defaults."""
     def __init__(self, **kw):
+        refuse_rest(f"cudacodec::{name}", (), {k: v for k, v in kw.items() if k not in fields})
         for k, v in fields.items():
             setattr(self, k, kw.get(k, v() if callable(v) else v))
-    cls = type(name, (), {"__init__": __init__, "__doc__": f"cv2.cudacodec.{name} (fields as OpenCV's header)",
-                          "__repr__": lambda self: f"cudacodec.{name}({vars(self)})"})
+    attrs = {"__init__": __init__, "__doc__": f"cv2.cudacodec.{name} (fields as OpenCV's header)",
+             "__repr__": lambda self: f"cudacodec.{name}({vars(self)})"}
+    cls = binding_class(type(name, (), attrs), name=f"cudacodec::{name}")
     CODEC_API[name] = cls
     return cls
 
@@ -298,6 +305,7 @@ _PROP_COLOR_FORMAT, _PROP_RAW_MODE, _PROP_DECODED_FRAME_IDX = 6, 4, 0
 _FOURCC = {4: "avc1", 8: "hev1", 2: "mp4v", 1: "MPG2", 0: "MPG1", 9: "VP80", 10: "VP90", 11: "av01"}
 
 
+@binding_class(name="cudacodec::VideoReader")
 class VideoReader:
     """cv2.cudacodec.VideoReader over cv2.VideoCapture: frames come as GpuMats in the reader's
     ColorFormat (BGRA by default, as NVIDIA's decoder gives them). Raw encoded packets
@@ -381,6 +389,7 @@ class VideoReader:
         return value != -1, value
 
 
+@binding_class(name="cudacodec::VideoWriter")
 class VideoWriter:
     """cv2.cudacodec.VideoWriter over cv2.VideoWriter: write(GpuMat) downloads the frame and
     CPU OpenCV (FFmpeg) encodes it."""
@@ -427,8 +436,9 @@ def createVideoWriter(fileName, frameSize, codec=4, fps=25.0, colorFormat=2, par
     return VideoWriter(fileName, frameSize, codec, fps, colorFormat, params)
 
 
-CODEC_API.update(VideoReader=VideoReader, VideoWriter=VideoWriter, createVideoReader=createVideoReader,
-                 createVideoWriter=createVideoWriter)
+CODEC_API.update(VideoReader=VideoReader, VideoWriter=VideoWriter,
+                 createVideoReader=binding_call(createVideoReader, "cudacodec::createVideoReader"),
+                 createVideoWriter=binding_call(createVideoWriter, "cudacodec::createVideoWriter"))
 
 
 for _cls in (BackgroundSubtractorMOG, BackgroundSubtractorMOG2, StereoBM, StereoSGM):
