@@ -283,27 +283,44 @@ def test_random_chain(case):
 # Several chains recorded before one flush, each from its own image of any of the seven depths,
 # through every op family (arithmetic with scalars, images and masks; threshold, compare,
 # inRange, bitwise; math; colour spaces; box and Gaussian filters; resize, flip, warpAffine;
-# convertTo; normalize; crops; split/merge), writing through dst=, in place and into an ROI of a
-# larger GpuMat, a second operand sometimes an earlier mat of the chain (a DAG). The property:
-# the fused run equals the eager run (fuse=False, one kernel per op). Ops are drawn blind to
-# the current type and adapted to it where a choice exists (a colour code for the channel
-# count); a call the current type does not support raises cv2.error at the call and is skipped
-# — identically in both runs. CI runs FUZZ_EXAMPLES derandomized graphs; LAZYCV_FUZZ_LONG=N
-# runs N random ones (docs/reliability.md records a long run).
+# convertTo; normalize; crops; split/merge; user ops written with lazycv.op / lazycv.gather_op),
+# writing through dst=, in place and into an ROI of a larger GpuMat, a second operand sometimes
+# an earlier mat of the chain (a DAG). The property: the fused run equals the eager run
+# (fuse=False, one kernel per op). Ops are drawn blind to the current type and adapted to it
+# where a choice exists (a colour code for the channel count); a call the current type does not
+# support raises cv2.error at the call and is skipped — identically in both runs.
+#
+# Then the same families through layer 2 (random lazycv.compose pipelines over random lists of
+# images: templates, batch programs, every output form) and layer 3 (random per-pixel
+# expressions and gathers, compiled by lazycv.op / lazycv.gather_op, inside chains).
+#
+# Profiles: CI runs a few derandomized examples of each (fewer under the simulator).
+# LAZYCV_FUZZ_LONG=N runs N random graphs, N/4 pipelines and N/10 user-op chains, split into
+# shards with seeds of their own (LAZYCV_FUZZ_SEED, default 20) so pytest-xdist spreads them
+# (``-n 16``: 4 shards a worker, or LAZYCV_FUZZ_SHARDS); a failing example is recorded and the
+# shard goes on (its test fails at the end, listing them). LAZYCV_FUZZ_REPORT=path writes what
+# each process ran as JSON (under xdist one file a worker: path.gw0, path.gw1, ...; merge them
+# with ``python -m tests.test_chains_hypothesis path.gw*``).
 
 import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
+import traceback  # noqa: E402
+import zlib  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import Phase, seed  # noqa: E402
 
-from lazycv.ops.common import API  # noqa: E402
+from lazycv.compose import Step  # noqa: E402
 
 ALL_DEPTHS = {cv2.CV_8U: np.uint8, cv2.CV_8S: np.int8, cv2.CV_16U: np.uint16, cv2.CV_16S: np.int16,
               cv2.CV_32S: np.int32, cv2.CV_32F: np.float32, cv2.CV_64F: np.float64}
 LONG = int(os.environ.get("LAZYCV_FUZZ_LONG", "0") or 0)
-FUZZ_EXAMPLES = LONG or (12 if not SIM else 3)
-FUZZ_STATS = {"graphs": 0, "ops": 0, "skipped": 0, "by_op": {}, "skipped_by_op": {}, "seconds": 0.0}
+SEED = int(os.environ.get("LAZYCV_FUZZ_SEED", "20") or 20)
+SHARDS = max(1, int(os.environ.get("LAZYCV_FUZZ_SHARDS") or
+                    4 * int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))) if LONG else 1
+# (CI examples, simulator examples, share of LAZYCV_FUZZ_LONG) of each fuzzer
+PROFILES = {"graphs": (12, 3, 1.0), "pipelines": (8, 2, 0.25), "user_ops": (5, 2, 0.1)}
 GRAPH_CODES = {
     1: [cv2.COLOR_GRAY2BGR, cv2.COLOR_GRAY2BGRA],
     3: [cv2.COLOR_BGR2HSV, cv2.COLOR_BGR2HLS, cv2.COLOR_BGR2Lab, cv2.COLOR_BGR2Luv, cv2.COLOR_BGR2YCrCb,
@@ -317,6 +334,109 @@ BINARY_FNS = ["add", "subtract", "multiply", "divide", "absdiff", "min", "max", 
 WRITE_FNS = ["add", "subtract", "multiply", "absdiff"]
 small = st.floats(-300, 300, **finite)
 frac = st.floats(0, 1, **finite)
+
+
+# ---------------------------------------------------------------- user ops (layer 3), generated
+#
+# A random per-pixel expression over the op's inputs and two parameters (p0 a float, p1 an int:
+# kernel arguments), of +, -, *, min, max, abs, negation and a comparison's choice, becomes the
+# source of a function compiled by lazycv.op: per channel (one or two image inputs) or over all
+# channels of the image (any output count). Gathers come from templates with drawn parameters
+# (a mirror, a shift with a replicated or constant border, a 2x2 mean, a half-size sampling).
+# One op object per source text, shared by the eager and fused runs (they compile it once).
+
+_USER_OPS = {}
+
+
+@st.composite
+def expressions(draw, leaves, depth=3):
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(leaves))
+    kind = draw(st.sampled_from(["+", "-", "*", "min", "max", "abs", "neg", "pick"]))
+    a = draw(expressions(leaves, depth - 1))
+    if kind == "abs":
+        return f"abs({a})"
+    if kind == "neg":
+        return f"(-{a})"
+    b = draw(expressions(leaves, depth - 1))
+    if kind in ("min", "max"):
+        return f"{kind}({a}, {b})"
+    if kind == "pick":
+        return f"({a} if {a} > {b} else {b} - {a})"
+    return f"({a} {kind} {b})"
+
+
+OUT_DEPTHS = [None, cv2.CV_8U, cv2.CV_16S, cv2.CV_32S, cv2.CV_32F, cv2.CV_64F]
+user_ops = st.one_of(
+    st.tuples(st.just("per_channel"), expressions(["a", "p0", "p1", "2"]), st.sampled_from(OUT_DEPTHS),
+              st.floats(-3, 3, **finite), st.integers(-5, 5)),
+    st.tuples(st.just("two_inputs"), expressions(["a", "b", "p0", "p1"]), st.sampled_from(OUT_DEPTHS),
+              st.floats(-3, 3, **finite), st.integers(-5, 5), st.integers(0, 2 ** 32 - 1)),
+    st.tuples(st.just("channels"), st.lists(expressions(["{c0}", "{c1}", "{c2}", "{c3}", "p0", "p1"]),
+                                            min_size=1, max_size=4),
+              st.sampled_from(OUT_DEPTHS), st.floats(-3, 3, **finite), st.integers(-5, 5)),
+    st.tuples(st.just("gather"), st.sampled_from(["mirror", "shift", "mean2x2", "half"]),
+              st.sampled_from(["replicate", "constant"]), st.integers(-3, 3), st.integers(-3, 3), small),
+)
+
+
+def _compiled(src, name):
+    """The function ``name`` that ``src`` defines (a module of its own: numba reads its globals)."""
+    scope = {"math": math, "np": np, "__name__": f"lazycv_fuzz_{name}"}
+    exec(compile(src, f"<lazycv-fuzz {name}>", "exec"), scope)
+    return scope[name]
+
+
+def _user_op(spec, cn):
+    """(the op object, its parameters) for ``spec`` on an image of ``cn`` channels."""
+    kind = spec[0]
+    if kind == "gather":
+        _, which, border, dy, dx, value = spec
+        key = (kind, which, border, value if border == "constant" else 0, cn if which == "mean2x2" else 0)
+    elif kind == "channels":
+        exprs = [e.format(**{f"c{i}": f"c{i % cn}" for i in range(4)}) for e in spec[1]]
+        key = (kind, tuple(exprs), spec[2], cn)
+    else:
+        key = (kind, spec[1], spec[2])
+    got = _USER_OPS.get(key)
+    if got is None:
+        name = f"fz_{zlib.crc32(repr(key).encode()):08x}"
+        if kind == "gather":
+            got = _gather_op(name, key)
+        else:
+            if kind == "channels":
+                args = [f"c{i}" for i in range(cn)]
+                body = "(" + ", ".join(exprs) + ",)" if len(exprs) > 1 else exprs[0]
+            else:
+                args, body = (["a", "b"] if kind == "two_inputs" else ["a"]), spec[1]
+            src = f"def {name}({', '.join(args)}, p0, p1):\n    return {body}\n"
+            got = lazycv.op(_compiled(src, name), name=name, out_depth=spec[2], per_channel=kind != "channels",
+                            inputs=2 if kind == "two_inputs" else 1, param_types=(float, int))
+        _USER_OPS[key] = got
+    if kind == "gather":
+        return got, ((spec[3], spec[4]) if spec[1] == "shift" else ())
+    return got, (spec[3], spec[4])
+
+
+def _gather_op(name, key):
+    _, which, border, value, cn = key
+    if which == "mirror":
+        coords = _compiled(f"def {name}(y, x, h, w):\n    return y, w - 1 - x\n", name)
+        return lazycv.gather_op(coords, name=name)
+    if which == "shift":
+        coords = _compiled(f"def {name}(y, x, h, w, dy, dx):\n    return y + dy, x + dx\n", name)
+        return lazycv.gather_op(coords, name=name, border=border, border_value=value, param_types=(int, int))
+    if which == "half":
+        coords = _compiled(f"def {name}(y, x, h, w):\n    return 2 * y, 2 * x\n", name)
+        return lazycv.gather_op(coords, name=name, out_size=lambda h, w: ((w + 1) // 2, (h + 1) // 2))
+    taps = [[f"t{t}c{c}" for c in range(cn)] for t in range(4)]
+    means = [f"({' + '.join(t[c] for t in taps)}) / 4" for c in range(cn)]
+    pixel = _compiled(f"def {name}_px({', '.join(v for t in taps for v in t)}):\n"
+                      f"    return {'(' + ', '.join(means) + ',)' if cn > 1 else means[0]}\n", f"{name}_px")
+    coords = _compiled(f"def {name}(y, x, h, w):\n    return y, x\n", name)
+    return lazycv.gather_op(coords, name=name, pixel=pixel, footprint=((0, 0), (0, 1), (1, 0), (1, 1)),
+                            border=border, border_value=value)
+
 
 graph_ops = st.one_of(
     st.tuples(st.just("scalar"), st.sampled_from(SCALAR_FNS), st.tuples(small, small, small, small)),
@@ -342,18 +462,21 @@ graph_ops = st.one_of(
     st.tuples(st.just("dst"), st.sampled_from(WRITE_FNS), small),
     st.tuples(st.just("inplace"), st.sampled_from(WRITE_FNS), small),
     st.tuples(st.just("roi"), st.sampled_from(WRITE_FNS), small, small),
+    st.tuples(st.just("userop"), user_ops),
 )
 
 
-@st.composite
-def graphs(draw):
-    chains = []
-    for _ in range(draw(st.integers(1, 3))):
-        side = 12 if not SIM else 5             # (the simulator runs ~0.3 ms a pixel)
-        chains.append((draw(st.integers(1, side)), draw(st.integers(1, side)), draw(st.sampled_from(list(ALL_DEPTHS))),
-                       draw(st.sampled_from([1, 3, 4])), draw(st.integers(0, 2 ** 32 - 1)),
-                       draw(st.lists(graph_ops, min_size=1, max_size=5))))
-    return chains
+def _chain(ops):
+    side = 12 if not SIM else 5                 # (the simulator runs ~0.3 ms a pixel)
+    return st.tuples(st.integers(1, side), st.integers(1, side), st.sampled_from(list(ALL_DEPTHS)),
+                     st.sampled_from([1, 3, 4]), st.integers(0, 2 ** 32 - 1), ops)
+
+
+graphs = st.lists(_chain(st.lists(graph_ops, min_size=1, max_size=5)), min_size=1, max_size=3)
+# chains that hold at least one user op (layer 3 among the built-in ops)
+user_op_graphs = st.lists(_chain(st.tuples(st.lists(graph_ops, max_size=2), st.tuples(st.just("userop"), user_ops),
+                                           st.lists(graph_ops, max_size=2)).map(lambda t: t[0] + [t[1]] + t[2])),
+                          min_size=1, max_size=2)
 
 
 def _like(m, seed):
@@ -435,6 +558,12 @@ def _apply(op, m, earlier):
     if kind == "inplace":
         getattr(cuda, op[1])(m, (op[2],) * 4, dst=m)
         return m
+    if kind == "userop":
+        spec = op[1]
+        fn, params = _user_op(spec, cn)
+        if spec[0] == "two_inputs":
+            return fn(m, _like(m, spec[5]), *params)
+        return fn(m, *params)
     # roi: the result written into the middle of a larger GpuMat, which goes on
     big = cv2.cuda_GpuMat(h + 2, w + 3, m.type())
     big.setTo((op[3],) * 4)
@@ -443,24 +572,26 @@ def _apply(op, m, earlier):
     return big
 
 
+def _family(op):
+    return f"userop:{op[1][0]}" if op[0] == "userop" else op[0]
+
+
 def run_graph(chains, stats=None):
     """Record every chain, then download every result (the first download flushes them all)."""
     made, ends = [], []
     try:
-        for rows, cols, depth, cn, seed, ops in chains:
-            m = _upload(rand_image(np.random.default_rng(seed), rows, cols, cn, ALL_DEPTHS[depth]))
+        for rows, cols, depth, cn, seed_, ops in chains:
+            m = _upload(rand_image(np.random.default_rng(seed_), rows, cols, cn, ALL_DEPTHS[depth]))
             earlier = [m]
             for op in ops:
                 try:
                     m = _apply(op, m, earlier)
                 except cv2.error:
                     if stats is not None:
-                        stats["skipped"] += 1
-                        stats["skipped_by_op"][op[0]] = stats["skipped_by_op"].get(op[0], 0) + 1
+                        _count(stats, "skipped", _family(op))
                     continue
                 if stats is not None:
-                    stats["ops"] += 1
-                    stats["by_op"][op[0]] = stats["by_op"].get(op[0], 0) + 1
+                    _count(stats, "ops", _family(op))
                 earlier.append(m)
             made += earlier
             ends.append(m)
@@ -470,29 +601,323 @@ def run_graph(chains, stats=None):
             g.release()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fuzz_report():
-    """LAZYCV_FUZZ_REPORT=path: what the random graphs exercised, as JSON, after the module."""
-    yield
-    path = os.environ.get("LAZYCV_FUZZ_REPORT")
-    if path:
-        with open(path, "w") as f:
-            json.dump(FUZZ_STATS, f, indent=1, sort_keys=True)
-
-
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=not LONG, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.data_too_large, HealthCheck.filter_too_much])
-@given(graphs())
-@pytest.mark.sim
-def test_random_graph_fused_equals_eager(chains):
-    t0 = time.perf_counter()
+def check_graph(chains, stats):
+    """The fused flush of ``chains`` equals the eager one."""
     with lazycv.enabled(backend=BACKEND, fuse=False):
         eager = run_graph(chains)
     with lazycv.enabled(backend=BACKEND, fuse=True):
-        fused = run_graph(chains, FUZZ_STATS)
+        fused = run_graph(chains, stats)
     assert_fused_equals_eager(fused, eager)
-    FUZZ_STATS["graphs"] += 1
-    FUZZ_STATS["seconds"] += time.perf_counter() - t0
-    if LONG and FUZZ_STATS["graphs"] % 100 == 0:
-        print(f"fuzz: {FUZZ_STATS}", flush=True)
+
+
+# ---------------------------------------------------------------- random pipelines (layer 2)
+#
+# A batch of 1-4 random images (one size, or each its own), given as a list of numpy images, a
+# (B, H, W, C) array, a list of GpuMats or one image, through random steps: crop (a rect, or a
+# function of the size), resize, cvt_color, convert, normalize, a callable step making a
+# size-keeping graph op or a user op (op.step), then to_planar or not, and an output: numpy
+# (stacked or a list), GpuMats, one tensor, or the lazy results. Steps are built against the
+# type the batch has there (a colour code for its channels; a step the type does not support
+# is left out), so every pipeline runs. Fused: called twice on new images of the same shapes
+# (the second call is served by the template and, when the batch is one launch, the batch
+# program). Reference: the same steps called frame by frame eagerly (the cv2.cuda chain), which
+# the eager pipeline must equal too.
+
+SIZE_KEEPING = ("scalar", "binary", "masked", "threshold", "compare", "inrange", "not", "math", "pow",
+                "filter", "flip", "warp", "convert", "normalize", "splitmerge", "dst")
+COMPOSE_DTYPES = ["uint8", "uint16", "int16", "float32"]     # (names: a failing case is a literal)
+pipeline_steps = st.one_of(
+    st.tuples(st.just("crop"), frac, frac, frac, frac, st.booleans()),
+    st.tuples(st.just("resize"), st.integers(1, 12), st.integers(1, 12),
+              st.sampled_from([cv2.INTER_NEAREST, cv2.INTER_LINEAR, cv2.INTER_AREA, cv2.INTER_CUBIC])),
+    st.tuples(st.just("cvt_color"), st.integers(0, 11)),
+    st.tuples(st.just("convert"), st.sampled_from(COMPOSE_DTYPES), st.sampled_from([1.0, 0.5, 1 / 255, -2.0]),
+              st.sampled_from([0.0, 10.0, -3.5])),
+    st.tuples(st.just("normalize"), st.tuples(small, small, small, small), st.floats(0.25, 60, **finite),
+              st.booleans()),
+    st.tuples(st.just("call"), graph_ops.filter(lambda op: op[0] in SIZE_KEEPING)),
+    st.tuples(st.just("call"), st.tuples(st.just("userop"), user_ops.filter(lambda u: u[0] != "gather"))),
+)
+
+
+@st.composite
+def pipelines(draw):
+    side = 10 if not SIM else 4
+    n = draw(st.integers(1, 4))
+    one_size = draw(st.booleans())
+    sizes = [(draw(st.integers(1, side)), draw(st.integers(1, side)))] * n if one_size else \
+        [(draw(st.integers(1, side)), draw(st.integers(1, side))) for _ in range(n)]
+    depth = draw(st.sampled_from([cv2.CV_8U, cv2.CV_16U, cv2.CV_32F]))
+    cn = draw(st.sampled_from([1, 3, 4]))
+    form = draw(st.sampled_from(["list", "gpumats"] + (["array"] if one_size else []) + (["one"] if n == 1 else [])))
+    steps = draw(st.lists(pipeline_steps, min_size=1, max_size=5))
+    planar = draw(st.booleans())
+    out = draw(st.sampled_from(["numpy", "list", "device", "lazy"] + (["tensor"] if one_size else [])))
+    return sizes, depth, cn, form, draw(st.integers(0, 2 ** 32 - 1)), steps, planar, out
+
+
+def _frames(case, salt):
+    sizes, depth, cn, form, seed_ = case[:5]
+    rng = np.random.default_rng(seed_ + salt)
+    imgs = [rand_image(rng, h, w, cn, ALL_DEPTHS[depth]) for h, w in sizes]
+    if form == "array":
+        return np.stack([i.reshape(i.shape[0], i.shape[1], cn) for i in imgs])
+    if form == "gpumats":
+        return [_upload(i) for i in imgs]
+    return imgs[0] if form == "one" else imgs
+
+
+def _step(spec, m, sizes):
+    """The lazycv step for ``spec`` on the batch whose first frame is ``m`` (its frames' sizes
+    ``sizes``), or None when ``m``'s type does not support it."""
+    kind = spec[0]
+    w, h = min(s[1] for s in sizes), min(s[0] for s in sizes)
+    if kind == "crop":
+        if spec[5]:
+            return lazycv.crop(lambda cw, ch: (cw // 4, ch // 4, max(1, cw - cw // 2), max(1, ch - ch // 2)))
+        x, y = int(spec[1] * (w - 1)), int(spec[2] * (h - 1))
+        return lazycv.crop((x, y, max(1, int(spec[3] * (w - x))), max(1, int(spec[4] * (h - y)))))
+    if kind == "resize":
+        return lazycv.resize((spec[1], spec[2]), interpolation=spec[3])
+    if kind == "cvt_color":
+        codes = GRAPH_CODES.get(m.channels())
+        if not codes or m.depth() not in COLOR_DEPTHS:
+            return None
+        return lazycv.cvt_color(codes[spec[1] % len(codes)])
+    if kind == "convert":
+        return lazycv.convert(spec[1], spec[2], spec[3])
+    if kind == "normalize":
+        cn = m.channels()
+        mean = spec[1][:cn] if spec[3] else spec[1][0]
+        std = tuple(spec[2] * (k + 1) for k in range(cn)) if spec[3] else spec[2]
+        return lazycv.normalize(mean, std)
+    op = spec[1]
+    if op[0] == "userop":
+        fn, params = _user_op(op[1], m.channels())
+        if op[1][0] == "two_inputs":
+            other = op[1][5]
+            return lambda g: fn(g, _like(g, other), *params)
+        return fn.step(*params)
+    return lambda g: _apply(op, g, [])
+
+
+def _shape_after(spec, sizes):
+    if spec[0] == "resize":
+        return [(spec[2], spec[1])] * len(sizes)
+    if spec[0] == "crop":
+        if spec[5]:
+            return [(max(1, h - h // 2), max(1, w - w // 2)) for h, w in sizes]
+        w, h = min(s[1] for s in sizes), min(s[0] for s in sizes)
+        x, y = int(spec[1] * (w - 1)), int(spec[2] * (h - 1))
+        return [(max(1, int(spec[4] * (h - y))), max(1, int(spec[3] * (w - x))))] * len(sizes)
+    return sizes
+
+
+def build_pipeline(case, stats=None):
+    """(the pipeline, its body steps) for ``case``; each step is tried on the first frame's
+    recording (nothing is computed) and left out where that frame's type refuses it."""
+    sizes, depth, cn, form, seed_, specs, planar, out = case
+    first = _upload(rand_image(np.random.default_rng(seed_), sizes[0][0], sizes[0][1], cn, ALL_DEPTHS[depth]))
+    body, m, made = [], first, [first]
+    try:
+        for spec in specs:
+            family = "call:" + _family(spec[1]) if spec[0] == "call" else spec[0]
+            step = _step(spec, m, sizes)
+            try:
+                if step is None:
+                    raise cv2.error("not for this type")
+                nxt = step.apply(m) if isinstance(step, Step) else step(m)
+            except cv2.error:
+                if stats is not None:
+                    _count(stats, "skipped", family)
+                continue
+            if stats is not None:
+                _count(stats, "ops", family)
+            made.append(nxt)
+            body.append(step)
+            sizes, m = _shape_after(spec, sizes), nxt
+    finally:
+        for g in made:
+            g.release()
+    if planar:
+        body.append(lazycv.to_planar())
+    writer = {"numpy": [lazycv.write()], "list": [lazycv.write(stack=False)], "device": [lazycv.write(device=True)],
+              "tensor": [lazycv.write(tensor=True)], "lazy": []}[out]
+    if out == "numpy" and len(set(sizes)) > 1:
+        writer = [lazycv.write(stack=False)]             # (frames of other sizes cannot be stacked)
+    return lazycv.compose(lazycv.read(), *body, *writer), body
+
+
+def _host(r):
+    """A result of one frame (a GpuMat, or a list of planes) as a numpy array ((C, H, W) for planes)."""
+    if isinstance(r, list):
+        return np.stack([p.download() for p in r])
+    return r.download()
+
+
+def _per_frame(got, case):
+    """A pipeline's output as one numpy array per frame."""
+    n, single = len(case[0]), case[3] == "one"
+    out = case[7]
+    if out in ("device", "lazy"):
+        frames = [got] if single else got
+        return [_host(r) for r in frames]
+    if out == "tensor":
+        arr = got if isinstance(got, np.ndarray) else got.copy_to_host()
+        return [arr] if single else [arr[i] for i in range(n)]
+    if out == "list" or isinstance(got, list):
+        return list(got) if not single else [got]
+    return [got] if single else [got[i] for i in range(n)]
+
+
+def _by_hand(body, frames):
+    """The steps called frame by frame (the cv2.cuda calls a user would write)."""
+    mats = frames if isinstance(frames, list) else [frames] if frames.ndim in (2, 3) else list(frames)
+    outs = []
+    for f in mats:
+        m = f if isinstance(f, cv2.cuda.GpuMat) else _upload(f)
+        for s in body:
+            m = s.apply(m) if isinstance(s, Step) else s(m)
+        outs.append(_host(m))
+    return outs
+
+
+def check_pipeline(case, stats):
+    """The fused pipeline (twice: new images of the same shapes) and the eager one equal the
+    steps called frame by frame eagerly."""
+    with lazycv.enabled(backend=BACKEND, fuse=False):
+        eager, body = build_pipeline(case, stats)
+    with lazycv.enabled(backend=BACKEND, fuse=True):
+        fused, _ = build_pipeline(case)
+    for salt in (0, 1):
+        with lazycv.enabled(backend=BACKEND, fuse=False):
+            want = _by_hand(body, _frames(case, salt))
+            assert_fused_equals_eager(_per_frame(eager(_frames(case, salt)), case), want)
+        with lazycv.enabled(backend=BACKEND, fuse=True):
+            assert_fused_equals_eager(_per_frame(fused(_frames(case, salt)), case), want)
+
+
+# ---------------------------------------------------------------- the profiles and the report
+
+FUZZ_STATS = {kind: {"examples": 0, "ops": 0, "skipped": 0, "by_op": {}, "skipped_by_op": {}, "failures": [],
+                     "seconds": 0.0, "shards": []} for kind in PROFILES}
+
+
+def _count(stats, what, family):
+    stats[what] += 1
+    key = "by_op" if what == "ops" else "skipped_by_op"
+    stats[key][family] = stats[key].get(family, 0) + 1
+
+
+def _report_path():
+    path = os.environ.get("LAZYCV_FUZZ_REPORT")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"{path}.{worker}" if path and worker else path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fuzz_report():
+    """LAZYCV_FUZZ_REPORT=path: what the random examples exercised, as JSON, after the module
+    (under pytest-xdist one file a worker: path.gw0, ...)."""
+    yield
+    path = _report_path()
+    if path:
+        with open(path, "w") as f:
+            json.dump(dict(FUZZ_STATS, seed=SEED, long=LONG, shards=SHARDS, backend=BACKEND), f, indent=1,
+                      sort_keys=True)
+
+
+def merge_reports(paths):
+    """One summary of several processes' reports (LAZYCV_FUZZ_REPORT files)."""
+    total = {kind: {"examples": 0, "ops": 0, "skipped": 0, "by_op": {}, "skipped_by_op": {}, "failures": [],
+                    "seconds": 0.0, "shards": []} for kind in PROFILES}
+    for p in paths:
+        with open(p) as f:
+            rep = json.load(f)
+        for kind, t in total.items():
+            r = rep.get(kind, {})
+            for k in ("examples", "ops", "skipped", "seconds"):
+                t[k] += r.get(k, 0)
+            for k in ("by_op", "skipped_by_op"):
+                for fam, c in r.get(k, {}).items():
+                    t[k][fam] = t[k].get(fam, 0) + c
+            t["failures"] += r.get("failures", [])
+            t["shards"] += r.get("shards", [])
+    return total
+
+
+def _fuzz(kind, strategy):
+    """The test of one fuzzer: ``check(case, stats)`` over ``strategy``'s examples — CI's
+    derandomized few, or under LAZYCV_FUZZ_LONG its share of N in shards with their own seeds."""
+    ci, sim, share = PROFILES[kind]
+
+    def deco(check):
+        stats = FUZZ_STATS[kind]
+
+        def one(case):
+            t0 = time.perf_counter()
+            check(case, stats)
+            stats["examples"] += 1
+            stats["seconds"] += time.perf_counter() - t0
+
+        health = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large,
+                  HealthCheck.filter_too_much]
+        if not LONG:
+            def example_(case):
+                one(case)
+            example_.__name__ = example_.__qualname__ = check.__name__     # (derandomize hashes it)
+            return settings(max_examples=sim if SIM else ci, deadline=None, derandomize=True, database=None,
+                            suppress_health_check=health)(given(strategy)(example_))
+
+        total = max(1, int(LONG * share))
+
+        def test(shard):
+            n = total // SHARDS + (1 if shard < total % SHARDS else 0)
+            if n == 0:
+                return
+            failures = []
+
+            def guarded(case):
+                try:
+                    one(case)
+                except Exception as e:              # noqa: BLE001 (recorded; the shard goes on)
+                    failures.append({"case": repr(case), "error": f"{type(e).__name__}: {e}"[:2000],
+                                     "where": traceback.format_exc(limit=-3)[-2000:]})
+            shard_seed = SEED * 1_000_003 + list(PROFILES).index(kind) * 10_007 + shard
+            run = seed(shard_seed)(settings(max_examples=n, deadline=None, derandomize=False, database=None,
+                                            phases=[Phase.generate], suppress_health_check=health)(
+                given(strategy)(guarded)))
+            before = stats["examples"]
+            run()
+            stats["shards"].append({"shard": shard, "seed": shard_seed, "examples": stats["examples"] - before,
+                                    "failures": len(failures)})
+            stats["failures"] += failures
+            print(f"fuzz {kind} shard {shard}/{SHARDS}: {stats['examples'] - before} examples, "
+                  f"{len(failures)} failures", flush=True)
+            assert not failures, f"{len(failures)} failing {kind}: {failures[:3]}"
+        test.__name__ = check.__name__
+        return pytest.mark.parametrize("shard", range(SHARDS))(test)
+    return deco
+
+
+@pytest.mark.sim
+@_fuzz("graphs", graphs)
+def test_random_graph_fused_equals_eager(chains, stats):
+    check_graph(chains, stats)
+
+
+@pytest.mark.sim
+@_fuzz("user_ops", user_op_graphs)
+def test_random_user_ops_in_chains_fused_equals_eager(chains, stats):
+    check_graph(chains, stats)
+
+
+@pytest.mark.sim
+@_fuzz("pipelines", pipelines())
+def test_random_pipeline_equals_the_eager_calls(case, stats):
+    check_pipeline(case, stats)
+
+
+if __name__ == "__main__":
+    import sys
+    print(json.dumps(merge_reports(sys.argv[1:]), indent=1, sort_keys=True))
