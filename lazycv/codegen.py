@@ -550,8 +550,32 @@ def _load(source, target, injected=None):
     digest = hashlib.sha1((target + "\n" + source).encode()).hexdigest()[:24]
     name = f"lazycv_{target.replace('-', '_')}_{digest}"
     path = os.path.join(cache_dir(), name + ".py")
-    # a file that is not exactly this source (truncated, corrupt) is written again: its new
-    # timestamp makes Numba's index stale, so the kernel compiles (lazycv/diskcache.py)
+    for attempt in range(3):
+        from_disk = _write_or_touch(path, source)
+        mod = sys.modules.get(name)
+        if mod is not None:
+            break
+        try:
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        except Exception:
+            # another process evicted the entry between the check and the import (Numba's
+            # cache then finds no file: "no locator available"): write it again
+            if attempt < 2 and not os.path.exists(path):
+                continue
+            raise
+        sys.modules[name] = mod
+        break
+    for k, v in (injected or {}).items():
+        setattr(mod, k, v)
+    return mod.kernel, name, from_disk
+
+
+def _write_or_touch(path, source):
+    """The module file holds ``source`` after this (written when missing, truncated or
+    corrupt: its new timestamp makes Numba's index stale, so the kernel compiles —
+    lazycv/diskcache.py); returns whether a compiled kernel for it was on disk."""
     whole = diskcache.source_matches(path, source)
     from_disk = whole and _compiled_on_disk(path)
     if whole:
@@ -562,15 +586,7 @@ def _load(source, target, injected=None):
             f.write(source)
         os.replace(tmp, path)
         diskcache.written(os.path.dirname(path))
-    mod = sys.modules.get(name)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        sys.modules[name] = mod
-    for k, v in (injected or {}).items():
-        setattr(mod, k, v)
-    return mod.kernel, name, from_disk
+    return from_disk
 
 
 def _compiled_on_disk(path):

@@ -122,6 +122,8 @@ def evict(folder, max_bytes=None, max_files=None, min_age=MIN_AGE_S):
             break
         if now - max(used for _, _, used in files) <= min_age:
             break                          # (sorted: every later entry is younger)
+        if _used_since(files, now - min_age):
+            continue                       # (a process took it up since the scan)
         # the module first: a process that finds no module writes the entry again
         for path, size, _ in sorted(files, key=lambda f: not f[0].endswith(".py")):
             _unlink(path)
@@ -129,6 +131,19 @@ def evict(folder, max_bytes=None, max_files=None, min_age=MIN_AGE_S):
             count -= 1
         gone += 1
     return gone
+
+
+def _used_since(files, when):
+    """True when an entry's module was used (touch) or written after ``when`` — checked again
+    just before deleting it, as another process may have taken it up since the scan."""
+    for path, _, _ in files:
+        if path.endswith(".py"):
+            try:
+                st = os.stat(path)
+            except OSError:
+                return False
+            return max(st.st_atime, st.st_mtime) > when
+    return False
 
 
 def _unlink(path):

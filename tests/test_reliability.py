@@ -55,6 +55,7 @@ import gc  # noqa: E402
 import inspect  # noqa: E402
 import itertools  # noqa: E402
 import os  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
@@ -338,6 +339,41 @@ def test_disk_cache_eviction_tolerates_files_another_process_removed(tmp_path, m
         return groups, strays
     monkeypatch.setattr(diskcache, "entries", racing)
     assert diskcache.evict(folder, max_bytes=0, max_files=0) == 4
+
+
+def test_disk_cache_eviction_spares_an_entry_taken_up_after_its_scan(tmp_path, monkeypatch):
+    """Another process uses an old entry between the evictor's scan and its delete: it stays."""
+    folder = str(tmp_path)
+    taken = _entry(folder, 1, 100, age=1000)
+    _entry(folder, 2, 100, age=900)
+    real = diskcache.entries
+
+    def racing(f):
+        groups, strays = real(f)
+        diskcache.touch(taken[0])               # the other process's use
+        return groups, strays
+    monkeypatch.setattr(diskcache, "entries", racing)
+    assert diskcache.evict(folder, max_bytes=0, max_files=0) == 1
+    assert all(os.path.exists(p) for p in taken)
+
+
+def test_a_module_evicted_while_it_is_imported_is_written_again(tmp_path, monkeypatch):
+    """The race a 16-process fuzz run met: a process finds its module on disk, another evicts
+    it before the import (Numba's cache then has no file: "no locator available"). The loader
+    writes it again and imports it."""
+    monkeypatch.setattr(codegen, "cache_dir", lambda: str(tmp_path))
+    source = "def kernel():\n    return 41 + 1\n"
+    _, name, _ = codegen._load(source, "cpu")
+    del sys.modules[name]
+    evicted = []
+
+    def touch_then_evicted(path):
+        if not evicted:
+            evicted.append(path)
+            os.unlink(path)
+    monkeypatch.setattr(diskcache, "touch", touch_then_evicted)
+    kernel, again, _ = codegen._load(source, "cpu")
+    assert again == name and evicted and kernel() == 42 and os.path.exists(evicted[0])
 
 
 def test_disk_cache_limit_from_the_environment(monkeypatch):
