@@ -231,6 +231,14 @@ def test_create_from_pitched_memory(rng, typ, rows, cols, step):
     np.testing.assert_array_equal(m2.download(), img)
 
 
+def test_create_gpumat_from_cuda_memory_names_a_missing_argument():
+    for call in (lambda: cv2.cuda.createGpuMatFromCudaMemory(4, 4, cudaMemoryAddress=1),
+                 lambda: cv2.cuda.createGpuMatFromCudaMemory((4, 4), cv2.CV_8UC1),
+                 lambda: cv2.cuda.createGpuMatFromCudaMemory(rows=4, type=cv2.CV_8UC1, cudaMemoryAddress=1)):
+        with pytest.raises(cv2.error, match="missing required argument .*createGpuMatFromCudaMemory"):
+            call()
+
+
 @pytest.mark.parametrize("typ,rows,cols,step", PITCHED)
 def test_pitched_mat_as_input(rng, typ, rows, cols, step):
     raw, view, img = _pitched(rng, typ, rows, cols, step)

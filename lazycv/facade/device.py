@@ -68,9 +68,12 @@ def createGpuMatFromCudaMemory(*args, **kw):
     else:
         rows, cols, args = kw.pop("rows", None) if not args else args[0], \
             kw.pop("cols", None) if len(args) < 2 else args[1], args[2:]
-    typ = args[0] if args else kw.pop("type")
-    ptr = args[1] if len(args) > 1 else kw.pop("cudaMemoryAddress")
+    typ = args[0] if args else kw.pop("type", None)
+    ptr = args[1] if len(args) > 1 else kw.pop("cudaMemoryAddress", None)
     step = args[2] if len(args) > 2 else kw.pop("step", 0)
+    for what, v in (("rows", rows), ("cols", cols), ("type", typ), ("cudaMemoryAddress", ptr)):
+        if v is None:
+            raise cv_error("createGpuMatFromCudaMemory", f"missing required argument {what!r}", StsBadArg)
     return from_pointer(int(rows), int(cols), int(typ), int(ptr), int(step))
 
 
