@@ -211,3 +211,16 @@ def test_a_method_refuses_an_unknown_keyword_and_too_many_positionals(key, metho
     text = _refused(lambda: fn(**{BOGUS: 1}))
     assert BOGUS in text, f"{key}.{method}: the message should name the argument: {text}"
     _refused(lambda: fn(*([None] * 12)))
+
+
+def test_gpumat_constructor_refuses_extra_positionals_and_keywords():
+    """GpuMat's constructor parses its own arguments (every OpenCV overload): what fits none is
+    a cv2.error, as OpenCV's binding reports it, and the forms that fit still work."""
+    g = cv2.cuda_GpuMat(4, 4, cv2.CV_8UC1)
+    for bad in (lambda: cv2.cuda_GpuMat(1, 2, 3, 4, 5, 6, 7), lambda: cv2.cuda_GpuMat(g, bogus=1),
+                lambda: cv2.cuda_GpuMat(g, (0, 2), (1, 3), 5)):
+        with pytest.raises(cv2.error, match="Overload resolution failed"):
+            bad()
+    assert cv2.cuda_GpuMat(g, (0, 0, 2, 3)).size() == (2, 3)
+    assert cv2.cuda_GpuMat(g, (0, 2), (1, 3)).size() == (2, 2)
+    np.testing.assert_array_equal(cv2.cuda_GpuMat(2, 3, cv2.CV_8UC1, 5).download(), np.full((2, 3), 5, np.uint8))

@@ -132,6 +132,10 @@ class GpuMat:
         if m is not None:
             roi = kw.pop("roi", None)
             rr, cr = kw.pop("rowRange", None), kw.pop("colRange", None)
+            if kw or len(args) > 2:
+                raise cv_error("GpuMat", f"Overload resolution failed: GpuMat(m[, roi | rowRange, colRange]) "
+                                         f"got {len(args) + 1} positional arguments"
+                               + (f" and unexpected keywords {sorted(kw)}" if kw else ""), StsBadArg)
             if args and roi is None and rr is None:
                 if len(args) == 1:
                     roi = args[0]
@@ -168,6 +172,9 @@ class GpuMat:
             typ = args.pop(0)
         if s is None and args:
             s = args.pop(0)
+        if args:
+            raise cv_error("GpuMat", f"Overload resolution failed: GpuMat() takes at most 4 positional "
+                                     f"arguments (rows, cols, type, s), {len(args)} too many", StsBadArg)
         if rows is None and cols is None and typ is None:
             return                                       # GpuMat()
         if rows is None or cols is None or typ is None:
