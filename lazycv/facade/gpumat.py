@@ -541,7 +541,7 @@ class GpuMat:
         if hasattr(dst, "createMatHeader"):
             dst = dst.createMatHeader()            # a HostMem: into its memory
         with STATE.lock:
-            check(not self.empty(), "GpuMat::download", "the GpuMat is empty", StsBadArg)
+            check(self._rows and self._cols, "GpuMat::download", "the GpuMat is empty", StsBadArg)   # (empty())
             _check_stream("GpuMat::download", stream)
             self._materialize()
             shape = host_shape(self._rows, self._cols, self._cn)
