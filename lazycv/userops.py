@@ -315,6 +315,15 @@ def _store(ctx, expr, kind, depth):
     return saturate(ctx, expr, depth, src_is_float=(kind == "f"))
 
 
+def _as_loaded(ctx, expr, depth):
+    """An integer input value as the function sees it when its input is read from memory (the
+    backend's integer load: int32 on the CPU and GPU). A fused producer's value may be of
+    another type — an integer saturated to the depth's minimum is an int64 literal — and a
+    user function's arithmetic depends on it (``-a`` of INT_MIN): the long fuzz run found a
+    fused != eager that way."""
+    return expr if is_float(depth) else ctx.spell("int_load", expr)
+
+
 def _ident(name):
     return re.sub(r"\W", "_", name)
 
@@ -350,7 +359,7 @@ class _ElementOpDef(_UserOpDef):
         key, kinds, rkinds, tup = n.static
         f = ctx.use_function(self.fname, self.fn, _function_fp(self.fn))    # as it is now
         params = [ctx.dyn(n, k, kind) for k, kind in enumerate(kinds)]
-        chans = [ctx.read(v, y, x) for v in n.inputs]
+        chans = [[_as_loaded(ctx, c, v.depth) for c in ctx.read(v, y, x)] for v in n.inputs]
         if self.per_channel:
             outs = []
             for c in range(n.cn):
