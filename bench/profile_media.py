@@ -14,7 +14,6 @@ import pstats
 import sys
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
@@ -42,9 +41,8 @@ def main(argv=None):
     import lazycv
     lazycv.enable()
     w, h = (int(v) for v in args.size.split("x"))
-    rng = np.random.default_rng(0)
-    base = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
-    frames = [cv2.cuda_HostMem(np.roll(base, i, axis=1)) for i in range(args.frames)]
+    frames = w5.pinned_frames(args.frames, args.size)
+    base = frames[0].createMatHeader()                           # (frame 0 is not shifted)
     w5.streamed(frames[:5], 3)                                   # compile and warm
     gray = []
     for i in range(args.frames):

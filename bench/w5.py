@@ -56,6 +56,14 @@ def streamed(frames, depth, graph=False):
     return n
 
 
+def pinned_frames(n, size):
+    """``n`` page-locked 1080p-like BGR frames (``size`` "WxH"), each the last one shifted."""
+    import cv2
+    w, h = (int(v) for v in size.split("x"))
+    base = np.random.default_rng(0).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    return [cv2.cuda_HostMem(np.roll(base, i, axis=1)) for i in range(n)]
+
+
 def copy_time(frame, out_plane, repeats=20):
     """(H2D ms, D2H ms) per frame on page-locked memory, each direction alone, device-timed."""
     import cv2
@@ -91,9 +99,7 @@ def main(argv=None):
     import lazycv
     lazycv.enable()
     w, h = (int(v) for v in args.size.split("x"))
-    rng = np.random.default_rng(0)
-    base = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
-    frames = [cv2.cuda_HostMem(np.roll(base, i, axis=1)) for i in range(args.frames)]
+    frames = pinned_frames(args.frames, args.size)
     outs = [cv2.cuda_HostMem(640, 640, cv2.CV_32FC1).createMatHeader() for _ in range(3)]
     streamed(frames[:args.depth + 2], args.depth)          # compile and warm
     streamed(frames[:args.depth + 2], args.depth, graph=True)

@@ -19,7 +19,7 @@ import numpy as np
 from . import runtime, streams
 from ._types import DEPTH_DTYPE, split_type
 from .errors import StsBadArg, StsUnmatchedFormats, cv_error
-from .facade.gpumat import GpuMat, host_array_info
+from .facade.gpumat import GpuMat
 from .facade.hostmem import HostMem
 from .facade.stream import Event, Stream
 from .runtime import STATE
@@ -31,7 +31,7 @@ PUSH_LOG = None          # a list while a graph is captured: the DelayBuffers pu
 class _Slot:
     """One frame in flight: its host and device buffers and the events between the stages."""
     __slots__ = ("index", "pinned_in", "device_in", "pinned_out", "uploaded", "computed", "downloaded",
-                 "single", "results", "graph")
+                 "single", "results", "graph", "in_key")
 
     def __init__(self):
         self.index = None
@@ -43,6 +43,7 @@ class _Slot:
         self.single = True
         self.results = ()         # fn's GpuMats, kept until downloaded (see _deliver)
         self.graph = None         # fn captured for this slot (graph=True): its outputs are the slot's
+        self.in_key = None        # (shape, dtype) of the frames device_in holds
 
 
 class StreamedLoop:
@@ -113,12 +114,12 @@ class StreamedLoop:
             raise cv_error("StreamedLoop", f"frame {i} is a {type(frame).__name__}; expected a numpy array "
                                            "or a cv2.cuda.HostMem", StsBadArg)
         slot.index = i
-        rows, cols, depth, cn, _ = host_array_info("StreamedLoop", host.createMatHeader())
-        d = slot.device_in
-        if d.empty() or d.size() != (cols, rows) or d.type() != depth + ((cn - 1) << 3):
+        hdr = host.createMatHeader()
+        if slot.in_key != (hdr.shape, hdr.dtype):
             # new device memory for the slot: it may be a pooled buffer the compute stream
             # still reads (no per-buffer events in the loop), so that stream finishes first
             compute.waitForCompletion()
+            slot.in_key = (hdr.shape, hdr.dtype)
         slot.device_in.upload(host, up)
         slot.uploaded.record(up)
         compute.waitEvent(slot.uploaded)

@@ -161,9 +161,8 @@ def set_device(device):
 
 
 def backend():
-    if STATE.backend is None:
-        select_backend(None)
-    return STATE.backend
+    be = STATE.backend                        # (a property: the current device's)
+    return be if be is not None else select_backend(None)
 
 
 def export(alloc):

@@ -114,31 +114,23 @@ def select(by_node, kernels):
     cut, a reduction's statistic), the first of the flush's results that named one."""
     global CURRENT
     watch(STATE.backend)
-    for k in kernels:
-        for n in k.outputs:
-            for m in by_node.get(id(n), ()):
-                s = m._stream
-                if s is not None:
-                    CURRENT = key(s)
-                    return
-    if not any(id(n) in by_node for k in kernels for n in k.outputs):
-        for mats in by_node.values():
-            for m in mats:
-                if m._stream is not None:
-                    CURRENT = key(m._stream)
-                    return
-    CURRENT = None
+    outputs = [m for k in kernels for n in k.outputs for m in by_node.get(id(n), ())]
+    CURRENT = _first_stream(outputs if outputs else (m for mats in by_node.values() for m in mats))
 
 
 def select_mats(mats):
     """As ``select`` for a replayed program: the first of its result mats that named a stream."""
     global CURRENT
     watch(STATE.backend)
+    CURRENT = _first_stream(mats)
+
+
+def _first_stream(mats):
+    """The stream the first of ``mats`` that named one goes on (None: none did)."""
     for m in mats:
         if m._stream is not None:
-            CURRENT = key(m._stream)
-            return
-    CURRENT = None
+            return key(m._stream)
+    return None
 
 
 def _address(a):

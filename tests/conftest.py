@@ -1,6 +1,7 @@
 """Shared fixtures: every test runs with lazycv enabled on the backend named by LAZYCV_BACKEND
 (cpu by default; cuda-sim under NUMBA_ENABLE_CUDASIM=1), and compares with CPU OpenCV."""
 import os
+import threading
 import zlib
 
 import cv2
@@ -46,6 +47,26 @@ def rand_image(rng, rows, cols, cn, dtype):
         return (rng.random(shape) * 3 - 1).astype(dt)
     info = np.iinfo(dt)
     return rng.integers(info.min, int(info.max) + 1, shape, dtype=np.int64).astype(dt)
+
+
+def run_in_threads(work, n, timeout=120):
+    """``work(i)`` for i in range(n), each in a thread of its own, at once; the first exception
+    one of them raised is raised here, and a thread still running after ``timeout`` fails."""
+    errors = []
+
+    def guarded(i):
+        try:
+            work(i)
+        except BaseException as e:      # noqa: BLE001 - raised by the caller
+            errors.append(e)
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    assert not any(t.is_alive() for t in threads), "a thread did not finish (deadlock?)"
+    if errors:
+        raise errors[0]
 
 
 def upload(arr):

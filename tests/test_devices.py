@@ -2,7 +2,6 @@
 memory, memory pools and launches are per device. Without GPUs the CPU backend presents
 ``LAZYCV_CPU_DEVICES`` virtual devices, each a backend instance of its own, so the multi-GPU
 paths run here; the GPU run goes to bench/RESULTS.md when a multi-GPU machine is available."""
-import threading
 
 import cv2
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 import lazycv
 from lazycv import runtime
 
-from .conftest import BACKEND, assert_close, rand_image, upload
+from .conftest import BACKEND, assert_close, rand_image, run_in_threads, upload
 
 pytestmark = pytest.mark.skipif(BACKEND != "cpu", reason="virtual devices are the CPU backend's")
 
@@ -86,23 +85,15 @@ def test_set_device_computes_the_threads_pending_work_first(devices, rng):
 def test_one_thread_per_device_splits_frames(devices, rng):
     """The multi-GPU pattern: a thread per device, each with its own frames and pipeline."""
     frames = [rand_image(rng, 30, 40, 3, np.uint8) for _ in range(12)]
-    out, errors = [None] * len(frames), []
+    out = [None] * len(frames)
 
     def work(d):
-        try:
-            cv2.cuda.setDevice(d)
-            for i in range(d, len(frames), 3):
-                g = upload(frames[i])
-                assert g._alloc.device == d
-                out[i] = _chain(g).download()
-        except BaseException as e:      # noqa: BLE001
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(d,)) for d in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors[0]
+        cv2.cuda.setDevice(d)
+        for i in range(d, len(frames), 3):
+            g = upload(frames[i])
+            assert g._alloc.device == d
+            out[i] = _chain(g).download()
+    run_in_threads(work, 3)
     assert cv2.cuda.getDevice() == 0, "another thread's setDevice changed this thread's device"
     for i, f in enumerate(frames):
         assert_close(out[i], _ref(f), 0, what=f"frame {i}")

@@ -11,24 +11,13 @@ import numpy as np
 import lazycv
 from lazycv import runtime
 
-from .conftest import assert_close, rand_image, upload
+from .conftest import assert_close, rand_image, run_in_threads, upload
 
 
 def _in_thread(fn):
-    """Run ``fn`` in a new thread; its exception is raised here."""
-    out, err = [], []
-
-    def run():
-        try:
-            out.append(fn())
-        except BaseException as e:      # noqa: BLE001 - raised by the caller
-            err.append(e)
-    t = threading.Thread(target=run)
-    t.start()
-    t.join(timeout=120)
-    assert not t.is_alive(), "the thread did not finish"
-    if err:
-        raise err[0]
+    """Run ``fn`` in a new thread; its result, or its exception raised here."""
+    out = []
+    run_in_threads(lambda _: out.append(fn()), 1)
     return out[0]
 
 
@@ -69,7 +58,7 @@ def test_interleaved_threads_compile_their_own_structures(rng):
         c(upload(s)).download()
     lazycv.reset_stats()
     turn = [threading.Semaphore(1), threading.Semaphore(0)]
-    errors, launches = [], []
+    launches = []
 
     def work(t):
         try:
@@ -84,16 +73,11 @@ def test_interleaved_threads_compile_their_own_structures(rng):
                 launches.append(lazycv.stats()["kernels_launched"] - before)
                 turn[1 - t].release()
                 assert_close(got, refs[t](srcs[t]), 0, what=f"thread {t} frame {it}")
-        except BaseException as e:   # noqa: BLE001
-            errors.append(e)
-            for s in turn:
+        except BaseException:
+            for s in turn:                          # (the other thread must not wait forever)
                 s.release()
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=120)
-    assert not errors, errors[0]
+            raise
+    run_in_threads(work, 2)
     assert launches and set(launches) == {1}, f"a flush launched another thread's work: {launches}"
     assert lazycv.stats()["compiles"] == 0, "interleaving built kernels neither chain builds alone"
 
