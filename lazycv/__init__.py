@@ -7,6 +7,7 @@
 import contextlib
 
 from . import ops as _ops  # noqa: F401  (registers every op and cv2.cuda function)
+from . import recipes as _recipes
 from . import runtime as _runtime
 from .facade import Event, GpuMat, Stream  # noqa: F401
 from .facade import patch as _patch
@@ -41,6 +42,7 @@ def _configure(backend, fuse, resize_mapping):
     _runtime.select_backend(backend)
     _STATE.fuse = bool(fuse)
     _STATE.resize_mapping = resize_mapping
+    _recipes.forget()                   # (op functions read these settings)
 
 
 def enable(backend=None, fuse=True, resize_mapping="opencv-cpu"):

@@ -5,7 +5,7 @@ import weakref
 import cv2
 import numpy as np
 
-from .. import runtime
+from .. import recipes, runtime
 from .._types import CN_MAX, DEPTH_DTYPE, DTYPE_DEPTH, host_shape, make_type, split_type, type_name
 from ..errors import (StsBadArg, StsBadSize, StsOutOfRange, StsUnsupportedFormat, binding_class, binding_keywords,
                       check, cv_error)
@@ -32,6 +32,8 @@ def _size_arg(func, size):
 
 
 def _rect_arg(func, rect):
+    if type(rect) is tuple and len(rect) == 4 and all(type(v) is int for v in rect):
+        return rect                      # (the common case: a tuple of ints)
     try:
         x, y, w, h = (int(v) for v in rect)
     except Exception:
@@ -110,7 +112,10 @@ class GpuMat:
         self._depth, self._cn = cv2.CV_8U, 1
         self._node = self._src = self._parent = self._views = self._stream = None
         with STATE.lock:
-            self._construct(args, kw)
+            if not kw and len(args) == 2 and type(args[0]) is GpuMat and type(args[1]) is tuple:
+                self._init_from(args[0], args[1], None, None)     # GpuMat(m, roi): a frame loop's crop
+            else:
+                self._construct(args, kw)
 
     # ---------------------------------------------------------------- construction
     def _construct(self, args, kw):
@@ -184,7 +189,8 @@ class GpuMat:
             self.setTo(s)
 
     def _init_from(self, m, roi, rr, cr):
-        check(isinstance(m, GpuMat), "GpuMat", f"expected a GpuMat, got {type(m).__name__}")
+        if not isinstance(m, GpuMat):
+            raise cv_error("GpuMat", f"expected a GpuMat, got {type(m).__name__}", StsBadArg)
         if roi is None and rr is None and cr is None:
             self._share(m)
             return
@@ -194,11 +200,12 @@ class GpuMat:
             y, y1 = _range_arg("GpuMat", rr, m._rows)
             x, x1 = _range_arg("GpuMat", cr, m._cols)
             w, h = x1 - x, y1 - y
-        check(not m.empty(), "GpuMat", "cannot take a ROI of an empty GpuMat", StsBadSize)
-        check(0 <= x and 0 <= y and w >= 0 and h >= 0 and x + w <= m._cols and y + h <= m._rows,
-              "GpuMat", f"ROI (x={x}, y={y}, w={w}, h={h}) is outside the parent "
-                        f"{m._cols}x{m._rows} (0 <= roi.x && 0 <= roi.width && roi.x + roi.width <= m.cols "
-                        f"&& 0 <= roi.y && 0 <= roi.height && roi.y + roi.height <= m.rows)", StsOutOfRange)
+        if not (m._rows and m._cols):                        # (m.empty())
+            raise cv_error("GpuMat", "cannot take a ROI of an empty GpuMat", StsBadSize)
+        if not (0 <= x and 0 <= y and w >= 0 and h >= 0 and x + w <= m._cols and y + h <= m._rows):
+            raise cv_error("GpuMat", f"ROI (x={x}, y={y}, w={w}, h={h}) is outside the parent "
+                           f"{m._cols}x{m._rows} (0 <= roi.x && 0 <= roi.width && roi.x + roi.width <= m.cols "
+                           f"&& 0 <= roi.y && 0 <= roi.height && roi.y + roi.height <= m.rows)", StsOutOfRange)
         self._depth, self._cn = m._depth, m._cn
         if w == 0 or h == 0:             # OpenCV: an empty range or rect gives an empty GpuMat
             return
@@ -670,7 +677,8 @@ class GpuMat:
         return set_to(self, *args, **kw)
 
     def convertTo(self, *args, **kw):
-        return convert_to(self, *args, **kw)
+        with STATE.lock:
+            return recipes.call(convert_to, (self,) + args, kw, GpuMat)     # (lazycv/recipes.py)
 
     def clone(self):
         return copy_to(self)

@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from .. import runtime, streams
+from .. import recipes, runtime, streams
 from .._types import DEPTH_DTYPE, DEPTH_NAME, MAX_CHANNELS, split_type, type_name
 from ..errors import (StsBadArg, StsOutOfRange, StsUnmatchedFormats, StsUnmatchedSizes, StsUnsupportedFormat,
                       binding_error, binding_problem, cv_error)
@@ -15,14 +15,15 @@ API = {}          # cv2.cuda name -> function, patched in by lazycv.enable()
 
 
 def cuda_api(name):
-    """Register ``fn`` as ``cv2.cuda.<name>``; calls run under the runtime lock. Arguments the
+    """Register ``fn`` as ``cv2.cuda.<name>``; calls run under the runtime lock, through the
+    call's recipe when its signature has one (lazycv/recipes.py). Arguments the
     function cannot take (an unknown keyword, too many positionals, a missing one) and numbers
     no integer can hold (``fx=inf``) are a cv2.error, as OpenCV's binding reports them."""
     def deco(fn):
         def wrapper(*args, **kw):
             with STATE.lock:
                 try:
-                    return fn(*args, **kw)
+                    return recipes.call(fn, args, kw, _GPUMAT or gpumat_cls())
                 except TypeError:                # (no cost on the way that raises nothing)
                     problem = binding_problem(fn, args, kw)     # (errors.py: methods share it)
                     if problem is None:
