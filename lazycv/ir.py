@@ -13,6 +13,20 @@ import threading
 import weakref
 
 _RECORDED = itertools.count()
+_SPARE = [0]                           # numbers taken by take_number since count_spare last read
+
+
+def take_number():
+    """A sequence number no node has: it marks a point in recording order (recipes: where a
+    call began). The numbers taken so are left out of the ops counted (runtime.count_recorded)."""
+    _SPARE[0] += 1
+    return next(_RECORDED)
+
+
+def count_spare():
+    """How many numbers take_number gave since the last call (and start counting again)."""
+    n, _SPARE[0] = _SPARE[0], 0
+    return n
 _GENERATIONS = itertools.count(1)      # Recording.gen; 0: a value no recording numbered
 
 

@@ -12,7 +12,8 @@ running the function: an attribute read or two and one ``Node`` a node.
 The signature holds each argument's type; for a GpuMat its size, depth, channels, whether it
 is pending and which earlier argument it is (aliasing); for anything else the value itself —
 numbers, strings, None and tuples of them only. Arrays, lists, streams and other objects make a
-call take the full path every time, as do calls while foreign code shares lazycv's memory.
+call take the full path every time. A replay reads memory shared with foreign code at the call,
+as the full path does (ops.common.result).
 The settings a function may read (backend, fuse, resize mapping) clear the recipes when they
 change (:func:`forget`).
 
@@ -23,7 +24,7 @@ a whole test run can be made in that mode).
 import math
 import os
 
-from . import ir, streams
+from . import ir, runtime, streams
 from .ir import Node
 from .runtime import STATE
 
@@ -104,7 +105,7 @@ def _alias(a, mats):
 
 def call(fn, args, kw, GpuMat):
     """``fn(*args, **kw)`` through its recipe when one fits (the caller holds the runtime lock)."""
-    if not ENABLED or STATE.any_shared:
+    if not ENABLED:
         return fn(*args, **kw)
     sig = signature(args, kw, GpuMat)
     if sig is None:
@@ -142,7 +143,7 @@ def replay(recipe, args, GpuMat):
         else:
             inputs = tuple([args[~r]._value() for r in refs])
         nd = Node(op, inputs, static, dyn, rows, cols, depth, cn)
-        if recipe.many is None:
+        if recipe.many is None and not STATE.any_shared:
             out = GpuMat._lazy(nd)
             out._stream = streams.RECORD_ON
             return out
@@ -157,16 +158,26 @@ def replay(recipe, args, GpuMat):
     if recipe.many is None:
         out = lazy(made[recipe.results])
         out._stream = on
+        if STATE.any_shared:
+            _read_shared_now(out)
         return out
     outs = []
     for i in recipe.results:
         if i.__class__ is int:
             o = lazy(made[i])
             o._stream = on
+            if STATE.any_shared:
+                _read_shared_now(o)
             outs.append(o)
         else:
             outs.append(i[0])               # a plain value the call returned (threshold's)
     return outs if recipe.many is list else recipe.many(outs)
+
+
+def _read_shared_now(out):
+    """As ops.common.result: memory shared with foreign code is read at the call."""
+    if out._node is not None and runtime.reads_shared_memory(out._node):
+        runtime.flush([out])
 
 
 def _state(m):
@@ -180,10 +191,10 @@ def _capture(fn, args, kw, GpuMat):
     before = [_state(m) for m in mats]
     rec, stats = ir._THREAD.rec, STATE.stats
     copies = (stats["bytes_d2h"], stats["bytes_h2d"])
-    first = next(ir._RECORDED)               # nodes made by the call number above this
+    first = ir.take_number()               # nodes made by the call number above this
     out = fn(*args, **kw)
-    last = next(ir._RECORDED)
-    if ir._THREAD.rec is not rec or copies != (stats["bytes_d2h"], stats["bytes_h2d"]) or STATE.any_shared \
+    last = ir.take_number()
+    if ir._THREAD.rec is not rec or copies != (stats["bytes_d2h"], stats["bytes_h2d"]) \
             or any(_state(m) != b for m, b in zip(mats, before)):
         return out, None
     return out, _read_recipe(out, values, mats, first, last, GpuMat)
@@ -237,7 +248,7 @@ def _read_recipe(out, args, mats, first, last, GpuMat):
 
 def _checked(recipe, fn, args, kw, values, GpuMat):
     """LAZYCV_RECIPES=check: the replay and the full path must record the same nodes."""
-    first = next(ir._RECORDED)
+    first = ir.take_number()
     got = replay(recipe, values, GpuMat)
     out = fn(*args, **kw)
     want, have = _structure(out, first), _structure(got, first)

@@ -226,7 +226,7 @@ def count_recorded():
     per-call hot path). A call that records several ops (a separable filter's two passes) counts
     each, as ops_fused does, so ops_fused never exceeds ops_recorded."""
     now = next(ir._RECORDED)                 # (takes a number itself: the numbers only grow)
-    STATE.stats["ops_recorded"] += now - STATE.seq_counted - 1
+    STATE.stats["ops_recorded"] += now - STATE.seq_counted - 1 - ir.count_spare()
     STATE.seq_counted = now
 
 
