@@ -1,4 +1,5 @@
-"""Where the host's time goes in the media loops: W5's streamed loop and W6's delay loop under
+"""Where the host's time goes in the media loops: W5's streamed loop (plain and graph=True) and
+W6's delay loop under
 cProfile (the 25 functions of most own time each), to direct work on their host path.
 
     python bench/profile_media.py [--frames 128] [--size 1920x1080] [--top 25]
@@ -44,6 +45,7 @@ def main(argv=None):
     frames = w5.pinned_frames(args.frames, args.size)
     base = frames[0].createMatHeader()                           # (frame 0 is not shifted)
     w5.streamed(frames[:5], 3)                                   # compile and warm
+    w5.streamed(frames[:5], 3, graph=True)
     gray = []
     for i in range(args.frames):
         g = cv2.cuda_GpuMat()
@@ -54,6 +56,7 @@ def main(argv=None):
     w6.download_loop(gray[:8], 5)
     report = [f"backend {lazycv.backend()}, {args.frames} frames {w}x{h}"]
     report.append(profiled("W5 streamed loop", lambda: w5.streamed(frames, 3), args.top))
+    report.append(profiled("W5 streamed loop, graph=True", lambda: w5.streamed(frames, 3, graph=True), args.top))
     report.append(profiled("W6 delay loop", lambda: (lazycv.materialize(*w6.delay_loop(gray, 5, like)), w6.sync()),
                            args.top))
     report.append(profiled("W6 download loop", lambda: w6.download_loop(gray, 5), args.top))
