@@ -35,7 +35,7 @@ import numbers
 import numpy as np
 
 from . import media, runtime, streams
-from ._types import DTYPE_DEPTH
+from ._types import DTYPE_DEPTH, make_type
 from .backends import reduce_kernels
 from .errors import StsBadArg, cv_error
 from .facade.gpumat import GpuMat
@@ -81,6 +81,15 @@ class Graph:
             self.replays += 1
             return tape.replay(inputs, streams.key(stream) if stream is not None else streams.CURRENT)
 
+    def input_slots(self, *inputs):
+        """The GpuMats a replay for inputs like these copies them into (None before the first
+        call of their key). Writing the next input into its slot (an upload) and passing the
+        slot itself saves the replay that copy (StreamedLoop(graph=True) does)."""
+        with STATE.lock:
+            key = tuple(_input_key(i, v) for i, v in enumerate(inputs))
+            tape = self.tapes.get(key + _ring_positions(self.tapes, key))
+            return None if tape is None else list(tape.slots)
+
     def _capture(self, key, inputs, who=None):
         runtime.flush()                      # earlier work stays out of the tape
         slots = [_slot_for(k) for k in key]
@@ -117,9 +126,9 @@ def _ring_positions(tapes, key):
 
 def _input_key(i, v):
     if isinstance(v, GpuMat):
-        if v.empty():
+        if not (v._rows and v._cols):                                # (v.empty())
             raise cv_error("lazycv.capture", f"input {i} is an empty GpuMat", StsBadArg)
-        return ("mat", v.size(), v.type())
+        return ("mat", (v._cols, v._rows), make_type(v._depth, v._cn))     # (size(), type())
     if isinstance(v, HostMem):
         v = v.createMatHeader()
     if isinstance(v, np.ndarray):
@@ -146,7 +155,11 @@ def _slot_for(key):
 
 def _fill(slot, v, who=None):
     """The input's data into its slot (a copy on the device — on stream ``who`` — or an upload
-    from the host)."""
+    from the host); nothing when the input is the slot itself (Graph.input_slots)."""
+    if v is slot:
+        if slot._node is not None:
+            slot._materialize()
+        return
     if isinstance(v, GpuMat):
         v._materialize()
         runtime.before_read(v._alloc)

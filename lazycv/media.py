@@ -17,7 +17,7 @@ from collections import deque
 import numpy as np
 
 from . import runtime, streams
-from ._types import DEPTH_DTYPE, split_type
+from ._types import DEPTH_DTYPE, make_type, split_type
 from .errors import StsBadArg, StsUnmatchedFormats, cv_error
 from .facade.gpumat import GpuMat
 from .facade.hostmem import HostMem
@@ -31,7 +31,7 @@ PUSH_LOG = None          # a list while a graph is captured: the DelayBuffers pu
 class _Slot:
     """One frame in flight: its host and device buffers and the events between the stages."""
     __slots__ = ("index", "pinned_in", "device_in", "pinned_out", "uploaded", "computed", "downloaded",
-                 "single", "results", "graph", "in_key")
+                 "single", "results", "graph", "in_key", "out_keys")
 
     def __init__(self):
         self.index = None
@@ -44,6 +44,7 @@ class _Slot:
         self.results = ()         # fn's GpuMats, kept until downloaded (see _deliver)
         self.graph = None         # fn captured for this slot (graph=True): its outputs are the slot's
         self.in_key = None        # (shape, dtype) of the frames device_in holds
+        self.out_keys = None      # (rows, cols, depth, cn) of each pinned_out buffer
 
 
 class StreamedLoop:
@@ -115,11 +116,13 @@ class StreamedLoop:
                                            "or a cv2.cuda.HostMem", StsBadArg)
         slot.index = i
         hdr = host.createMatHeader()
-        if slot.in_key != (hdr.shape, hdr.dtype):
+        new_size = slot.in_key != (hdr.shape, hdr.dtype)
+        if new_size:
             # new device memory for the slot: it may be a pooled buffer the compute stream
             # still reads (no per-buffer events in the loop), so that stream finishes first
             compute.waitForCompletion()
             slot.in_key = (hdr.shape, hdr.dtype)
+            slot.device_in = GpuMat()         # (not a graph's input slot of the old shape)
         slot.device_in.upload(host, up)
         slot.uploaded.record(up)
         compute.waitEvent(slot.uploaded)
@@ -128,6 +131,10 @@ class StreamedLoop:
                 from .graphs import capture
                 slot.graph = capture(self.fn)
             out = slot.graph(slot.device_in, stream=compute)
+            if new_size:
+                # later frames of this size upload straight into the graph's input: no copy
+                # a replay
+                slot.device_in = slot.graph.input_slots(slot.device_in)[0]
         else:
             with streams.on_stream(compute):
                 out = self.fn(slot.device_in)
@@ -145,9 +152,13 @@ class StreamedLoop:
         while len(slot.pinned_out) < len(outs):
             slot.pinned_out.append(HostMem())
         del slot.pinned_out[len(outs):]
+        keys = [(m._rows, m._cols, m._depth, m._cn) for m in outs]
+        if keys != slot.out_keys:             # (HostMem.create parses its arguments: once a shape)
+            for (rows, cols, depth, cn), host_out in zip(keys, slot.pinned_out):
+                host_out.create(rows, cols, make_type(depth, cn))
+            slot.out_keys = keys
         for m, host_out in zip(outs, slot.pinned_out):
-            host_out.create(m.size()[1], m.size()[0], m.type())
-            m.download(host_out, down)
+            m.download(host_out.createMatHeader(), down)
         slot.downloaded.record(down)
         slot.results = outs
 

@@ -122,6 +122,28 @@ def test_streamed_loop_with_graphs_equals_the_serial_loop(rng, depth):
     assert lazycv.stats()["ops_recorded"] == depth * per_frame, "a replayed frame recorded its calls again"
 
 
+@pytest.mark.sim
+def test_streamed_loop_with_graphs_uploads_into_the_graphs_input_and_follows_a_new_size(rng, monkeypatch):
+    """graph=True: after a slot's capture its frames upload straight into the graph's input
+    (a replay copies nothing on the device); frames of another size get a graph of their own,
+    and each frame still equals the serial loop."""
+    frames = [rand_image(rng, 6, 7, 3, np.uint8) for _ in range(4)] + \
+        [rand_image(rng, 8, 5, 3, np.uint8) for _ in range(4)] + [rand_image(rng, 6, 7, 3, np.uint8)]
+    want = serial(frames, chain)
+    copies = []
+    real = lazycv.graphs.runtime.copy_region
+    monkeypatch.setattr(lazycv.graphs.runtime, "copy_region", lambda *a, **k: copies.append(1) or real(*a, **k))
+    loop = lazycv.StreamedLoop(frames, chain, depth=2, graph=True)
+    got = [(i, [p.copy() for p in planes]) for i, planes in loop]
+    assert [i for i, _ in got] == list(range(len(frames)))
+    for (i, planes), ref in zip(got, want):
+        for p, q in zip(planes, ref):
+            np.testing.assert_array_equal(p, q, err_msg=f"frame {i}")
+    # a device copy into a graph's input only where a slot met a size for the first time:
+    # frames 0, 1 (two slots), 4, 5 (the new size), 8 (slot 0 back to the first size)
+    assert len(copies) == 5, copies
+
+
 def test_streamed_loop_with_graphs_replays_on_the_compute_stream(rng):
     frames = [cv2.cuda_HostMem(rand_image(rng, 9, 11, 3, np.uint8)) for _ in range(5)]
     loop = lazycv.StreamedLoop(frames, lambda g: cv2.cuda.add(g, (1, 2, 3)), depth=2, graph=True)
