@@ -45,10 +45,11 @@ class Recipe:
     argument ``~r``'s value; ``results`` the node index of the returned GpuMat, or with
     ``many`` (the list or tuple type of several results) one entry a result: a node index,
     or a plain value in a 1-tuple (threshold's retval)."""
-    __slots__ = ("nodes", "results", "many")
+    __slots__ = ("nodes", "results", "many", "func")
 
-    def __init__(self, nodes, results, many):
+    def __init__(self, nodes, results, many, func):
         self.nodes, self.results, self.many = nodes, results, many
+        self.func = func          # the op's name, for an error an argument's value raises
 
 
 def forget():
@@ -137,11 +138,11 @@ def replay(recipe, args, GpuMat):
     if len(nodes) == 1:                     # (most calls: one node of one or two arguments)
         op, static, dyn, rows, cols, depth, cn, refs = nodes[0]
         if len(refs) == 1:
-            inputs = (args[~refs[0]]._value(),)
+            inputs = (args[~refs[0]]._value(recipe.func),)
         elif len(refs) == 2:
-            inputs = (args[~refs[0]]._value(), args[~refs[1]]._value())
+            inputs = (args[~refs[0]]._value(recipe.func), args[~refs[1]]._value(recipe.func))
         else:
-            inputs = tuple([args[~r]._value() for r in refs])
+            inputs = tuple([args[~r]._value(recipe.func) for r in refs])
         nd = Node(op, inputs, static, dyn, rows, cols, depth, cn)
         if recipe.many is None and not STATE.any_shared:
             out = GpuMat._lazy(nd)
@@ -151,7 +152,7 @@ def replay(recipe, args, GpuMat):
     else:
         made = []
         for op, static, dyn, rows, cols, depth, cn, refs in nodes:
-            made.append(Node(op, tuple([made[r] if r >= 0 else args[~r]._value() for r in refs]),
+            made.append(Node(op, tuple([made[r] if r >= 0 else args[~r]._value(recipe.func) for r in refs]),
                              static, dyn, rows, cols, depth, cn))
     on = streams.RECORD_ON
     lazy = GpuMat._lazy
@@ -197,10 +198,10 @@ def _capture(fn, args, kw, GpuMat):
     if ir._THREAD.rec is not rec or copies != (stats["bytes_d2h"], stats["bytes_h2d"]) \
             or any(_state(m) != b for m, b in zip(mats, before)):
         return out, None
-    return out, _read_recipe(out, values, mats, first, last, GpuMat)
+    return out, _read_recipe(out, values, mats, first, last, GpuMat, getattr(fn, "__name__", ""))
 
 
-def _read_recipe(out, args, mats, first, last, GpuMat):
+def _read_recipe(out, args, mats, first, last, GpuMat, func):
     if type(out) is GpuMat:
         outs, many = [out], None
     elif type(out) in (list, tuple) and any(type(o) is GpuMat for o in out) and \
@@ -243,7 +244,7 @@ def _read_recipe(out, args, mats, first, last, GpuMat):
                    tuple(index[id(v)] if id(v) in index else ~values[id(v)] for v in n.inputs)) for n in order)
     results = index[id(outs[0]._node)] if many is None else \
         tuple(index[id(o._node)] if type(o) is GpuMat else (o,) for o in out)
-    return Recipe(nodes, results, many)
+    return Recipe(nodes, results, many, func)
 
 
 def _checked(recipe, fn, args, kw, values, GpuMat):
