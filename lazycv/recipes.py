@@ -19,7 +19,8 @@ change (:func:`forget`).
 
 ``LAZYCV_RECIPES=0`` turns recipes off; ``LAZYCV_RECIPES=check`` runs the full path beside every
 replay and raises AssertionError where the two recorded different nodes (tests/test_recipes.py;
-a whole test run can be made in that mode).
+a whole test run can be made in that mode: each replayed call is then recorded twice, which
+only tests counting recorded ops or plan reuse notice).
 """
 import math
 import os
