@@ -16,6 +16,7 @@ StsNotImplemented = -213
 StsError = -2
 StsBadFlag = -206
 StsNoMem = -4
+GpuApiCallError = -217          # a CUDA call failed (OpenCV's cudaSafeCall)
 
 _CODE_NAME = {StsBadArg: "Bad argument", StsBadSize: "Incorrect size of input array",
               StsOutOfRange: "One of the arguments' values is out of range",

@@ -45,9 +45,21 @@ def test_calls_on_a_wrapped_stream_compute_what_opencv_does(rng):
     e1.record(s)
     cv2.cuda.add(gray, 1, stream=s).download(stream=s)
     e2.record(s)
+    e2.waitForCompletion()          # (OpenCV's elapsedTime too needs both events completed)
     assert cv2.cuda.Event.elapsedTime(e1, e2) >= 0
     with pytest.raises(cv2.error, match="Event::record"):
         e1.record("stream")
+
+
+def test_elapsed_time_of_an_event_not_completed_is_opencvs_error(monkeypatch):
+    """CUDA answers cudaErrorNotReady while an event is still pending; OpenCV's elapsedTime
+    raises it as cv2.error, and so does lazycv (the backend reports it as None)."""
+    e1, e2 = cv2.cuda.Event(), cv2.cuda.Event()
+    e1.record()
+    e2.record()
+    monkeypatch.setattr(type(lazycv.runtime.backend()), "elapsed_ms", lambda self, a, b: None)
+    with pytest.raises(cv2.error, match="not completed"):
+        cv2.cuda.Event.elapsedTime(e1, e2)
 
 
 def test_buffer_pool_as_opencvs_test_uses_it():

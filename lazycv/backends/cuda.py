@@ -491,8 +491,11 @@ class CudaBackend(Backend):
             event.synchronize()
 
     def elapsed_ms(self, start, end):
+        """None while either event has not completed (CUDA's cudaErrorNotReady)."""
         if self.simulator:
             return super().elapsed_ms(start, end)
+        if not (start.query() and end.query()):
+            return None
         return self.cuda.event_elapsed_time(start, end)
 
     def pointer(self, buf):

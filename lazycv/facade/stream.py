@@ -10,7 +10,7 @@ returns, the host time at ``record``.
 import itertools
 
 from .. import runtime, streams
-from ..errors import StsBadArg, binding_class, binding_function, cv_error
+from ..errors import GpuApiCallError, StsBadArg, binding_class, binding_function, cv_error
 from ..runtime import STATE
 
 _NUMBERS = itertools.count(1)
@@ -158,7 +158,11 @@ class Event:
             raise cv_error("Event::elapsedTime", "an event made with Event_DISABLE_TIMING has no time "
                                                  "(as CUDA's cudaEventElapsedTime)", StsBadArg)
         with STATE.lock:
-            return runtime.backend().elapsed_ms(start._event, end._event)
+            ms = runtime.backend().elapsed_ms(start._event, end._event)
+        if ms is None:                    # (OpenCV: cudaEventElapsedTime's error, as cv2.error)
+            raise cv_error("Event::elapsedTime", "an event has not completed yet (cudaErrorNotReady): wait for "
+                                                 "it first (Event.waitForCompletion)", GpuApiCallError)
+        return ms
 
 
 @binding_function("wrapStream")
