@@ -24,6 +24,7 @@ only tests counting recorded ops or plan reuse notice).
 """
 import math
 import os
+import sys
 
 from . import ir, runtime, streams
 from .ir import Node
@@ -32,6 +33,17 @@ from .runtime import STATE
 MODE = os.environ.get("LAZYCV_RECIPES", "1").strip().lower()
 ENABLED = MODE not in ("0", "off", "false", "no")
 CHECK = MODE == "check"
+
+# The replay's per-call steps (signature, Node, lazy GpuMat) in C when the extension was built
+# (lazycv/_hotpath.c; LAZYCV_HOTPATH=0: the Python ones below). bind() hands it the classes.
+try:
+    if os.environ.get("LAZYCV_HOTPATH", "1").strip() == "0":
+        raise ImportError("LAZYCV_HOTPATH=0")
+    from . import _hotpath
+except ImportError:
+    _hotpath = None
+HOT = False             # True once bind() has handed the C functions the classes
+_GPUMAT = None
 
 _PLAIN = frozenset((int, float, bool, str, type(None)))
 _MAX_TRIES = 3          # failed captures of one signature before it always takes the full path
@@ -56,6 +68,28 @@ class Recipe:
 def forget():
     """Drop every recipe (the settings an op function reads have changed)."""
     _RECIPES.clear()
+
+
+def bind(GpuMat):
+    """Hand the C hot path (when built) the classes and modules it works with; the first
+    call through recipes does it (the façade imports this module before GpuMat exists)."""
+    global HOT, _GPUMAT, _signature, _node, _lazy
+    _GPUMAT = GpuMat
+    if _hotpath is not None:
+        from . import runtime
+        _hotpath.bind(Node, ir.Source, GpuMat, ir.Recording, ir, runtime, _PLAIN)
+        _hotpath.bind_recipes(Recipe, sys.modules[__name__], streams, _RECIPES, _MISS)
+        _signature, _node, _lazy, HOT = _hotpath.signature, _hotpath.node, _hotpath.lazy, True
+    else:
+        _signature, _node, _lazy = lambda args, kw: signature(args, kw, GpuMat), Node, _py_lazy
+
+
+def _py_lazy(cls, nd):
+    return cls._lazy(nd)
+
+
+_signature = _node = _lazy = None
+_MISS = object()        # _hotpath.call's answer where the Python path decides
 
 
 def signature(args, kw, GpuMat):
@@ -107,9 +141,15 @@ def _alias(a, mats):
 
 def call(fn, args, kw, GpuMat):
     """``fn(*args, **kw)`` through its recipe when one fits (the caller holds the runtime lock)."""
+    if HOT:
+        out = _hotpath.call(fn, args, kw)      # the replay in C, when the recipe exists
+        if out is not _MISS:
+            return out
     if not ENABLED:
         return fn(*args, **kw)
-    sig = signature(args, kw, GpuMat)
+    if GpuMat is not _GPUMAT:
+        bind(GpuMat)
+    sig = _signature(args, kw)
     if sig is None:
         return fn(*args, **kw)
     try:
@@ -144,21 +184,20 @@ def replay(recipe, args, GpuMat):
             inputs = (args[~refs[0]]._value(recipe.func), args[~refs[1]]._value(recipe.func))
         else:
             inputs = tuple([args[~r]._value(recipe.func) for r in refs])
-        nd = Node(op, inputs, static, dyn, rows, cols, depth, cn)
+        nd = _node(op, inputs, static, dyn, rows, cols, depth, cn)
         if recipe.many is None and not STATE.any_shared:
-            out = GpuMat._lazy(nd)
+            out = _lazy(GpuMat, nd)
             out._stream = streams.RECORD_ON
             return out
         made = [nd]
     else:
         made = []
         for op, static, dyn, rows, cols, depth, cn, refs in nodes:
-            made.append(Node(op, tuple([made[r] if r >= 0 else args[~r]._value(recipe.func) for r in refs]),
-                             static, dyn, rows, cols, depth, cn))
+            made.append(_node(op, tuple([made[r] if r >= 0 else args[~r]._value(recipe.func) for r in refs]),
+                              static, dyn, rows, cols, depth, cn))
     on = streams.RECORD_ON
-    lazy = GpuMat._lazy
     if recipe.many is None:
-        out = lazy(made[recipe.results])
+        out = _lazy(GpuMat, made[recipe.results])
         out._stream = on
         if STATE.any_shared:
             _read_shared_now(out)
@@ -166,7 +205,7 @@ def replay(recipe, args, GpuMat):
     outs = []
     for i in recipe.results:
         if i.__class__ is int:
-            o = lazy(made[i])
+            o = _lazy(GpuMat, made[i])
             o._stream = on
             if STATE.any_shared:
                 _read_shared_now(o)

@@ -103,10 +103,22 @@ def info_facts():
         "backend": f"{name} ({why})",
         "device": device_text(name),
         "kernel cache": f"{folder}: {kernels} kernel(s), {nfiles} file(s), {size / 2 ** 20:.1f} MiB",
+        "recording": _recording_path(),
         "nvtx ranges": "on (nvtx is installed)" if _version("nvtx") != "not installed" else "off (pip install nvtx)",
         "settings": " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
                              if k.startswith("LAZYCV_") or k == "NUMBA_ENABLE_CUDASIM") or "none set",
     }
+
+
+def _recording_path():
+    from .. import recipes
+    if not recipes.ENABLED:
+        return "every call through its op's function (LAZYCV_RECIPES=0)"
+    if recipes._hotpath is not None:
+        return "recipes, C hot path (lazycv._hotpath)"
+    if os.environ.get("LAZYCV_HOTPATH", "1").strip() == "0":
+        return "recipes, Python (LAZYCV_HOTPATH=0)"
+    return "recipes, Python (lazycv._hotpath was not built: no C compiler at install)"
 
 
 def _info(args):

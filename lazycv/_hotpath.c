@@ -1,0 +1,775 @@
+/* lazycv._hotpath: the per-call steps of a replayed recording in C (lazycv/recipes.py).
+ *
+ * A replayed cv2.cuda call computes its signature, builds one ir.Node a node and hands each
+ * result out as a lazy GpuMat. In Python those three steps are most of a recorded call's
+ * host time; here they are the same steps, written against the same classes (their
+ * __slots__ are read and written by offset), so either implementation can run and the
+ * test suite checks both (LAZYCV_HOTPATH=0 selects the Python one).
+ *
+ * Each function mirrors one Python function and must stay equal to it:
+ *   signature(args, kw)        recipes.signature
+ *   node(op, inputs, static, dyn, rows, cols, depth, cn)   ir.Node.__init__ (a new Node)
+ *   lazy(cls, node)            facade.gpumat.GpuMat._lazy
+ *   call(fn, args, kw)         recipes.call when the call's recipe exists (recipes.replay);
+ *                              MISS where the Python path decides
+ * bind(...) hands over the classes, modules and objects they use once, at import.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+/* ------------------------------------------------------------------ what bind() hands over */
+static PyTypeObject *NodeT, *SourceT, *GpuMatT;
+static PyObject *ir_dict, *runtime_dict, *STATE, *THREAD_PENDING_OWNER, *IR_THREAD;
+static PyObject *RECORDED, *READERS, *PRUNE_READERS;
+static PyObject *PLAIN;                       /* frozenset of the plain types */
+static PyObject *ZERO, *NEG_ZERO;            /* ("0.0",), ("-0.0",): recipes._signed_zero */
+static PyObject *INT0;
+static PyTypeObject *RecipeT;
+static PyObject *recipes_dict, *streams_dict, *RECIPES, *MISS;
+static Py_ssize_t P_nodes, P_results, P_many, P_func;
+static Py_ssize_t A_buf, A_writers, A_constant;
+static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s__read_shared_now;
+static PyObject *s_rec, *s_device, *s_pending, *s_since_flush, *s_first_seen, *s_close,
+    *s_MULTI_DEVICE, *s_AUTO_FLUSH_OPS, *s_flush, *s_LIMIT;
+
+/* slot offsets */
+static Py_ssize_t N_op, N_inputs, N_static, N_dyn, N_rows, N_cols, N_depth, N_cn, N_result, N_height,
+    N_seq, N_rgen, N_rpos, N_device;
+static Py_ssize_t S_buf, S_rgen, S_rpos, S_y0, S_x0, S_rows, S_cols, S_depth, S_cn;
+static Py_ssize_t R_objs, R_tokens, R_open, R_gen;
+static Py_ssize_t G_alloc, G_y0, G_x0, G_rows, G_cols, G_depth, G_cn, G_node, G_src, G_parent, G_views,
+    G_stream;
+
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+/* every function but bind needs what bind hands over */
+#define BOUND(ready) do { if (!(ready)) { PyErr_SetString(PyExc_RuntimeError, \
+    "lazycv._hotpath: call bind() (and bind_recipes() for call) first"); return NULL; } } while (0)
+
+static inline void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
+    PyObject *old = SLOT(o, off);
+    Py_XINCREF(v);
+    SLOT(o, off) = v;
+    Py_XDECREF(old);
+}
+
+/* set_slot taking the reference */
+static inline void put_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
+    PyObject *old = SLOT(o, off);
+    SLOT(o, off) = v;
+    Py_XDECREF(old);
+}
+
+static Py_ssize_t offset_of(PyObject *type, const char *name) {
+    PyObject *d = PyObject_GetAttrString(type, name);
+    if (d == NULL)
+        return -1;
+    if (!Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "lazycv._hotpath: %s is not a slot", name);
+        Py_DECREF(d);
+        return -1;
+    }
+    Py_ssize_t off = ((PyMemberDescrObject *)d)->d_member->offset;
+    Py_DECREF(d);
+    return off;
+}
+
+#define OFF(var, type, name) do { if ((var = offset_of((PyObject *)(type), name)) < 0) return NULL; } while (0)
+
+static PyObject *bind(PyObject *mod, PyObject *args) {
+    PyObject *node_t, *source_t, *gpumat_t, *rec_t, *ir_mod, *runtime_mod, *plain;
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &node_t, &source_t, &gpumat_t, &rec_t, &ir_mod, &runtime_mod, &plain))
+        return NULL;
+    NodeT = (PyTypeObject *)node_t; SourceT = (PyTypeObject *)source_t; GpuMatT = (PyTypeObject *)gpumat_t;
+    Py_INCREF(node_t); Py_INCREF(source_t); Py_INCREF(gpumat_t);
+    OFF(N_op, node_t, "op"); OFF(N_inputs, node_t, "inputs"); OFF(N_static, node_t, "static");
+    OFF(N_dyn, node_t, "dyn"); OFF(N_rows, node_t, "rows"); OFF(N_cols, node_t, "cols");
+    OFF(N_depth, node_t, "depth"); OFF(N_cn, node_t, "cn"); OFF(N_result, node_t, "result");
+    OFF(N_height, node_t, "height"); OFF(N_seq, node_t, "seq"); OFF(N_rgen, node_t, "rgen");
+    OFF(N_rpos, node_t, "rpos"); OFF(N_device, node_t, "device");
+    OFF(S_buf, source_t, "buf"); OFF(S_rgen, source_t, "rgen"); OFF(S_rpos, source_t, "rpos");
+    OFF(S_y0, source_t, "y0"); OFF(S_x0, source_t, "x0"); OFF(S_rows, source_t, "rows"); OFF(S_cols, source_t, "cols");
+    OFF(S_depth, source_t, "depth"); OFF(S_cn, source_t, "cn");
+    OFF(R_objs, rec_t, "objs"); OFF(R_tokens, rec_t, "tokens"); OFF(R_open, rec_t, "open"); OFF(R_gen, rec_t, "gen");
+    OFF(G_alloc, gpumat_t, "_alloc"); OFF(G_y0, gpumat_t, "_y0"); OFF(G_x0, gpumat_t, "_x0");
+    OFF(G_rows, gpumat_t, "_rows"); OFF(G_cols, gpumat_t, "_cols"); OFF(G_depth, gpumat_t, "_depth");
+    OFF(G_cn, gpumat_t, "_cn"); OFF(G_node, gpumat_t, "_node"); OFF(G_src, gpumat_t, "_src");
+    OFF(G_parent, gpumat_t, "_parent"); OFF(G_views, gpumat_t, "_views"); OFF(G_stream, gpumat_t, "_stream");
+    ir_dict = PyModule_GetDict(ir_mod); Py_INCREF(ir_dict);
+    runtime_dict = PyModule_GetDict(runtime_mod); Py_INCREF(runtime_dict);
+    STATE = PyDict_GetItemString(runtime_dict, "STATE");
+    THREAD_PENDING_OWNER = PyDict_GetItemString(runtime_dict, "THREAD");
+    IR_THREAD = PyDict_GetItemString(ir_dict, "_THREAD");
+    RECORDED = PyDict_GetItemString(ir_dict, "_RECORDED");
+    READERS = PyDict_GetItemString(ir_dict, "READERS");
+    PRUNE_READERS = PyDict_GetItemString(ir_dict, "prune_readers");
+    if (!STATE || !THREAD_PENDING_OWNER || !IR_THREAD || !RECORDED || !READERS || !PRUNE_READERS) {
+        PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath.bind: a module attribute is missing");
+        return NULL;
+    }
+    Py_INCREF(STATE); Py_INCREF(THREAD_PENDING_OWNER); Py_INCREF(IR_THREAD); Py_INCREF(RECORDED);
+    Py_INCREF(READERS); Py_INCREF(PRUNE_READERS);
+    PLAIN = plain; Py_INCREF(plain);
+    Py_RETURN_NONE;
+}
+
+static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
+    PyObject *recipe_t, *recipes_mod, *streams_mod, *table, *miss;
+    if (!PyArg_ParseTuple(args, "OOOOO", &recipe_t, &recipes_mod, &streams_mod, &table, &miss))
+        return NULL;
+    RecipeT = (PyTypeObject *)recipe_t;
+    Py_INCREF(recipe_t);
+    OFF(P_nodes, recipe_t, "nodes"); OFF(P_results, recipe_t, "results"); OFF(P_many, recipe_t, "many");
+    OFF(P_func, recipe_t, "func");
+    PyObject *alloc_t = PyDict_GetItemString(ir_dict, "Allocation");
+    if (alloc_t == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir.Allocation is missing");
+        return NULL;
+    }
+    OFF(A_buf, alloc_t, "buf"); OFF(A_writers, alloc_t, "writers"); OFF(A_constant, alloc_t, "constant");
+    recipes_dict = PyModule_GetDict(recipes_mod); Py_INCREF(recipes_dict);
+    streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
+    RECIPES = table; Py_INCREF(table);
+    MISS = miss; Py_INCREF(miss);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ signature */
+static PyObject *signed_zero(PyObject *v) {
+    double d = PyFloat_AS_DOUBLE(v);
+    PyObject *z = copysign(1.0, d) < 0 ? NEG_ZERO : ZERO;
+    Py_INCREF(z);
+    return z;
+}
+
+static int append_new(PyObject *list, PyObject *item) {   /* steals item */
+    if (item == NULL)
+        return -1;
+    int r = PyList_Append(list, item);
+    Py_DECREF(item);
+    return r;
+}
+
+/* one argument into sig; 1 appended, 0 not covered (signature is None), -1 error */
+static int sig_item(PyObject *sig, PyObject *a, PyObject *mats) {
+    PyTypeObject *t = Py_TYPE(a);
+    if (t == GpuMatT) {
+        Py_ssize_t n = PyList_GET_SIZE(mats);
+        PyObject *item;
+        if (SLOT(a, G_rows) == NULL || SLOT(a, G_cols) == NULL || SLOT(a, G_depth) == NULL || SLOT(a, G_cn) == NULL)
+            return 0;
+        if (n == 0) {
+            item = PyTuple_Pack(4, SLOT(a, G_rows), SLOT(a, G_cols), SLOT(a, G_depth), SLOT(a, G_cn));
+        } else {
+            Py_ssize_t alias = -1;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (PyList_GET_ITEM(mats, i) == a) { alias = i; break; }
+            PyObject *al = PyLong_FromSsize_t(alias);
+            if (al == NULL)
+                return -1;
+            item = PyTuple_Pack(5, SLOT(a, G_rows), SLOT(a, G_cols), SLOT(a, G_depth), SLOT(a, G_cn), al);
+            Py_DECREF(al);
+        }
+        if (append_new(sig, item) < 0 || PyList_Append(mats, a) < 0)
+            return -1;
+        return 1;
+    }
+    if (t == &PyFloat_Type) {
+        if (PyList_Append(sig, (PyObject *)t) < 0)
+            return -1;
+        if (PyFloat_AS_DOUBLE(a) == 0.0)
+            return append_new(sig, signed_zero(a)) < 0 ? -1 : 1;
+        return PyList_Append(sig, a) < 0 ? -1 : 1;
+    }
+    if (t == &PyTuple_Type) {
+        Py_ssize_t n = PyTuple_GET_SIZE(a);
+        PyObject *types = PyTuple_New(n);
+        if (types == NULL)
+            return -1;
+        int zero = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *e = PyTuple_GET_ITEM(a, i);
+            PyObject *et = (PyObject *)Py_TYPE(e);
+            int plain = PySet_Contains(PLAIN, et);
+            if (plain <= 0) {
+                Py_DECREF(types);
+                return plain < 0 ? -1 : 0;
+            }
+            Py_INCREF(et);
+            PyTuple_SET_ITEM(types, i, et);
+            if (!zero) {                      /* Python: 0 in a (==, so False, 0 and -0.0 too) */
+                int eq = PyObject_RichCompareBool(e, INT0, Py_EQ);
+                if (eq < 0) { Py_DECREF(types); return -1; }
+                zero = eq;
+            }
+        }
+        if (append_new(sig, types) < 0)
+            return -1;
+        if (!zero)
+            return PyList_Append(sig, a) < 0 ? -1 : 1;
+        PyObject *vals = PyTuple_New(n);
+        if (vals == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *e = PyTuple_GET_ITEM(a, i);
+            PyObject *v;
+            if (Py_IS_TYPE(e, &PyFloat_Type) && PyFloat_AS_DOUBLE(e) == 0.0)
+                v = signed_zero(e);
+            else {
+                Py_INCREF(e);
+                v = e;
+            }
+            PyTuple_SET_ITEM(vals, i, v);
+        }
+        return append_new(sig, vals) < 0 ? -1 : 1;
+    }
+    int plain = PySet_Contains(PLAIN, (PyObject *)t);   /* int, bool, str, None */
+    if (plain <= 0)
+        return plain;
+    if (PyList_Append(sig, (PyObject *)t) < 0 || PyList_Append(sig, a) < 0)
+        return -1;
+    return 1;
+}
+
+static PyObject *signature(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(GpuMatT != NULL);
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "signature(args, kw)");
+        return NULL;
+    }
+    PyObject *pos = args[0], *kw = args[1];
+    PyObject *sig = PyList_New(0), *mats = PyList_New(0);
+    if (sig == NULL || mats == NULL)
+        goto fail;
+    Py_ssize_t n = PyTuple_GET_SIZE(pos);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = sig_item(sig, PyTuple_GET_ITEM(pos, i), mats);
+        if (r < 0)
+            goto fail;
+        if (r == 0)
+            goto none;
+    }
+    if (kw != Py_None && PyDict_GET_SIZE(kw) > 0) {
+        PyObject *k, *v;
+        Py_ssize_t at = 0;
+        while (PyDict_Next(kw, &at, &k, &v)) {
+            int r = sig_item(sig, v, mats);
+            if (r < 0)
+                goto fail;
+            if (r == 0)
+                goto none;
+        }
+        PyObject *keys = PyTuple_New(PyDict_GET_SIZE(kw));
+        if (keys == NULL)
+            goto fail;
+        at = 0;
+        Py_ssize_t j = 0;
+        while (PyDict_Next(kw, &at, &k, &v)) {
+            Py_INCREF(k);
+            PyTuple_SET_ITEM(keys, j++, k);
+        }
+        if (append_new(sig, keys) < 0)
+            goto fail;
+    }
+    PyObject *out = PyList_AsTuple(sig);
+    Py_DECREF(sig);
+    Py_DECREF(mats);
+    return out;
+none:
+    Py_DECREF(sig);
+    Py_DECREF(mats);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(sig);
+    Py_XDECREF(mats);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ node */
+static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(NodeT != NULL);
+    if (nargs != 8 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "node(op, inputs: tuple, static, dyn, rows, cols, depth, cn)");
+        return NULL;
+    }
+    PyObject *op = args[0], *inputs = args[1], *stat = args[2], *dyn = args[3];
+    PyObject *rows = args[4], *cols = args[5], *depth = args[6], *cn = args[7];
+    PyObject *self = NULL, *rec = NULL, *refs = NULL, *me = NULL, *gen = NULL, *token = NULL;
+    PyObject *seq = PyIter_Next(RECORDED);
+    if (seq == NULL)
+        return NULL;
+    self = NodeT->tp_alloc(NodeT, 0);
+    if (self == NULL) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    put_slot(self, N_seq, seq);
+    set_slot(self, N_op, op); set_slot(self, N_inputs, inputs); set_slot(self, N_static, stat);
+    set_slot(self, N_dyn, dyn); set_slot(self, N_rows, rows); set_slot(self, N_cols, cols);
+    set_slot(self, N_depth, depth); set_slot(self, N_cn, cn); set_slot(self, N_result, Py_None);
+    set_slot(self, N_rgen, INT0);
+    PyObject *multi = PyDict_GetItemWithError(ir_dict, s_MULTI_DEVICE);
+    if (multi == NULL && PyErr_Occurred())
+        goto fail;
+    if (multi != NULL && PyObject_IsTrue(multi)) {
+        PyObject *dev = PyObject_GetAttr(IR_THREAD, s_device);
+        if (dev == NULL)
+            goto fail;
+        put_slot(self, N_device, dev);
+    }
+    long h = 0;
+    rec = PyObject_GetAttr(IR_THREAD, s_rec);
+    if (rec == NULL)
+        goto fail;
+    int recording = SLOT(rec, R_open) != NULL && PyObject_IsTrue(SLOT(rec, R_open));
+    gen = SLOT(rec, R_gen);
+    Py_XINCREF(gen);
+    refs = PyList_New(0);
+    if (refs == NULL)
+        goto fail;
+    Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(inputs, i);
+        if (Py_TYPE(v) == NodeT) {
+            PyObject *res = SLOT(v, N_result);
+            if (res != NULL && res != Py_None)
+                v = res;                                   /* computed earlier: read from memory */
+            else {
+                long hv = PyLong_AsLong(SLOT(v, N_height));
+                if (hv == -1 && PyErr_Occurred())
+                    goto fail;
+                if (hv >= h)
+                    h = hv + 1;
+            }
+        }
+        int is_source = Py_TYPE(v) == SourceT;
+        if (!is_source && Py_TYPE(v) != NodeT) {
+            PyErr_Format(PyExc_TypeError, "lazycv._hotpath.node: an input is a %s", Py_TYPE(v)->tp_name);
+            goto fail;
+        }
+        if (is_source) {                                   /* READERS: a read of memory */
+            if (me == NULL && (me = PyWeakref_NewRef(self, NULL)) == NULL)
+                goto fail;
+            PyObject *key = PyLong_FromVoidPtr(SLOT(v, S_buf));
+            if (key == NULL)
+                goto fail;
+            PyObject *lst = PyDict_GetItemWithError(READERS, key);
+            if (lst == NULL) {
+                if (PyErr_Occurred()) { Py_DECREF(key); goto fail; }
+                PyObject *fresh = PyList_New(1);
+                if (fresh == NULL) { Py_DECREF(key); goto fail; }
+                Py_INCREF(me);
+                PyList_SET_ITEM(fresh, 0, me);
+                int r = PyDict_SetItem(READERS, key, fresh);
+                Py_DECREF(fresh);
+                Py_DECREF(key);
+                if (r < 0)
+                    goto fail;
+            } else {
+                Py_DECREF(key);
+                Py_ssize_t len = PyList_GET_SIZE(lst);
+                if (len == 0 || PyList_GET_ITEM(lst, len - 1) != me) {
+                    Py_INCREF(lst);
+                    if (PyList_Append(lst, me) < 0) { Py_DECREF(lst); goto fail; }
+                    len += 1;
+                    if (len >= 64 && !(len & (len - 1))) {     /* (a frame read every frame, never written) */
+                        PyObject *r = PyObject_CallFunctionObjArgs(PRUNE_READERS, SLOT(v, S_buf), lst, NULL);
+                        if (r == NULL) { Py_DECREF(lst); goto fail; }
+                        Py_DECREF(r);
+                    }
+                    Py_DECREF(lst);
+                }
+            }
+        }
+        if (recording) {
+            PyObject *ref;
+            PyObject *vg = SLOT(v, is_source ? S_rgen : N_rgen);
+            int same = vg != NULL && gen != NULL ? PyObject_RichCompareBool(vg, gen, Py_EQ) : 0;
+            if (same < 0)
+                goto fail;
+            if (same) {
+                ref = SLOT(v, is_source ? S_rpos : N_rpos);
+                if (ref == NULL) {
+                    PyErr_SetString(PyExc_AttributeError, "rpos");
+                    goto fail;
+                }
+                Py_INCREF(ref);
+            } else {
+                ref = PyObject_CallMethodOneArg(rec, s_first_seen, v);
+                if (ref == NULL)
+                    goto fail;
+            }
+            if (append_new(refs, ref) < 0)
+                goto fail;
+        }
+    }
+    PyObject *hobj = PyLong_FromLong(h);
+    if (hobj == NULL)
+        goto fail;
+    put_slot(self, N_height, hobj);
+    if (recording && SLOT(rec, R_open) != NULL && PyObject_IsTrue(SLOT(rec, R_open))) {
+        /* Recording.add, as Node.__init__ does it inline */
+        PyObject *objs = SLOT(rec, R_objs), *tokens = SLOT(rec, R_tokens);
+        Py_ssize_t p = PyList_GET_SIZE(objs);
+        PyObject *pos = PyLong_FromSsize_t(p);
+        if (pos == NULL)
+            goto fail;
+        put_slot(self, N_rpos, pos);
+        set_slot(self, N_rgen, gen);
+        if (me == NULL && (me = PyWeakref_NewRef(self, NULL)) == NULL)
+            goto fail;
+        if (PyList_Append(objs, me) < 0)
+            goto fail;
+        PyObject *rt = PyList_AsTuple(refs);
+        if (rt == NULL)
+            goto fail;
+        token = PyTuple_Pack(8, op, stat, depth, cn, rows, cols, hobj, rt);
+        Py_DECREF(rt);
+        if (token == NULL || PyList_Append(tokens, token) < 0)
+            goto fail;
+        PyObject *limit = PyObject_GetAttr(rec, s_LIMIT);
+        if (limit == NULL)
+            goto fail;
+        int over = PyObject_RichCompareBool(pos, limit, Py_GE);
+        Py_DECREF(limit);
+        if (over < 0)
+            goto fail;
+        if (over) {
+            PyObject *r = PyObject_CallMethodNoArgs(rec, s_close);
+            if (r == NULL)
+                goto fail;
+            Py_DECREF(r);
+        }
+    }
+    Py_XDECREF(token);
+    Py_XDECREF(me);
+    Py_XDECREF(gen);
+    Py_DECREF(refs);
+    Py_DECREF(rec);
+    return self;
+fail:
+    Py_XDECREF(token);
+    Py_XDECREF(me);
+    Py_XDECREF(gen);
+    Py_XDECREF(refs);
+    Py_XDECREF(rec);
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ lazy */
+static PyObject *lazy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(NodeT != NULL);
+    if (nargs != 2 || !PyType_Check(args[0]) || Py_TYPE(args[1]) != NodeT) {
+        PyErr_SetString(PyExc_TypeError, "lazy(GpuMat class, node)");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    PyObject *nd = args[1];
+    PyObject *m = cls->tp_alloc(cls, 0);
+    if (m == NULL)
+        return NULL;
+    set_slot(m, G_alloc, Py_None);
+    set_slot(m, G_y0, INT0); set_slot(m, G_x0, INT0);
+    set_slot(m, G_rows, SLOT(nd, N_rows)); set_slot(m, G_cols, SLOT(nd, N_cols));
+    set_slot(m, G_depth, SLOT(nd, N_depth)); set_slot(m, G_cn, SLOT(nd, N_cn));
+    set_slot(m, G_node, nd);
+    set_slot(m, G_src, Py_None); set_slot(m, G_parent, Py_None); set_slot(m, G_views, Py_None);
+    set_slot(m, G_stream, Py_None);
+    /* runtime.register_pending, inline */
+    PyObject *pending = PyObject_GetAttr(THREAD_PENDING_OWNER, s_pending);
+    if (pending == NULL)
+        goto fail;
+    PyObject *wr = PyWeakref_NewRef(m, NULL);
+    if (wr == NULL) { Py_DECREF(pending); goto fail; }
+    int r = PyList_Append(pending, wr);
+    Py_DECREF(wr);
+    Py_DECREF(pending);
+    if (r < 0)
+        goto fail;
+    PyObject *since = PyObject_GetAttr(STATE, s_since_flush);
+    if (since == NULL)
+        goto fail;
+    long count = PyLong_AsLong(since) + 1;
+    Py_DECREF(since);
+    if (count == 0 && PyErr_Occurred())
+        goto fail;
+    PyObject *c = PyLong_FromLong(count);
+    if (c == NULL)
+        goto fail;
+    r = PyObject_SetAttr(STATE, s_since_flush, c);
+    Py_DECREF(c);
+    if (r < 0)
+        goto fail;
+    PyObject *limit = PyDict_GetItemWithError(runtime_dict, s_AUTO_FLUSH_OPS);
+    if (limit == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "runtime.AUTO_FLUSH_OPS is missing");
+        goto fail;
+    }
+    long lim = PyLong_AsLong(limit);
+    if (lim == -1 && PyErr_Occurred())
+        goto fail;
+    if (count > lim) {
+        PyObject *fl = PyDict_GetItemWithError(runtime_dict, s_flush);
+        if (fl == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "runtime.flush is missing");
+            goto fail;
+        }
+        PyObject *res = PyObject_CallNoArgs(fl);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+    }
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}
+
+
+/* ------------------------------------------------------------------ call */
+static int flag(PyObject *dict, PyObject *name) {
+    PyObject *v = PyDict_GetItemWithError(dict, name);
+    if (v == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return PyObject_IsTrue(v);
+}
+
+/* GpuMat._value(func) where it is a field read: a pending result that is not also a write
+ * into memory, or memory nothing is writing whose snapshot (Source) is current and holds no
+ * setTo fill; everything else (and several devices) through the Python method. New ref. */
+static PyObject *value_of(PyObject *m, PyObject *func, int multi) {
+    if (!multi && Py_TYPE(m) == GpuMatT) {
+        PyObject *nd = SLOT(m, G_node), *alloc = SLOT(m, G_alloc);
+        if (nd != NULL && nd != Py_None && alloc == Py_None) {
+            Py_INCREF(nd);
+            return nd;
+        }
+        PyObject *src = SLOT(m, G_src);
+        if (nd == Py_None && alloc != NULL && alloc != Py_None && src != NULL &&
+                SLOT(alloc, A_constant) == Py_None && SLOT(alloc, A_writers) != NULL &&
+                PyList_Check(SLOT(alloc, A_writers)) && PyList_GET_SIZE(SLOT(alloc, A_writers)) == 0) {
+            if (src != Py_None && Py_TYPE(src) == SourceT && SLOT(src, S_buf) == SLOT(alloc, A_buf)) {
+                Py_INCREF(src);
+                return src;
+            }
+            /* a new snapshot, as Source(buf, y0, x0, rows, cols, depth, cn) makes it */
+            PyObject *fresh = SourceT->tp_alloc(SourceT, 0);
+            if (fresh == NULL)
+                return NULL;
+            set_slot(fresh, S_buf, SLOT(alloc, A_buf)); set_slot(fresh, S_y0, SLOT(m, G_y0));
+            set_slot(fresh, S_x0, SLOT(m, G_x0)); set_slot(fresh, S_rows, SLOT(m, G_rows));
+            set_slot(fresh, S_cols, SLOT(m, G_cols)); set_slot(fresh, S_depth, SLOT(m, G_depth));
+            set_slot(fresh, S_cn, SLOT(m, G_cn)); set_slot(fresh, S_rgen, INT0);
+            set_slot(m, G_src, fresh);
+            return fresh;
+        }
+    }
+    return PyObject_CallMethodOneArg(m, s__value, func);
+}
+
+/* recipes._read_shared_now(out): memory shared with foreign code is read at the call */
+static int read_shared_now(PyObject *out) {
+    PyObject *f = PyDict_GetItemWithError(recipes_dict, s__read_shared_now);
+    if (f == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "recipes._read_shared_now is missing");
+        return -1;
+    }
+    PyObject *r = PyObject_CallOneArg(f, out);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* recipes.call's replay in one C call: the recipe's result, or MISS where the Python path
+ * decides (no recipe yet, recipes off or checked). */
+static PyObject *call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(NodeT != NULL && RecipeT != NULL);
+    if (nargs != 3 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "call(fn, args: tuple, kw)");
+        return NULL;
+    }
+    PyObject *fn = args[0], *pos = args[1], *kw = args[2];
+    int on = flag(recipes_dict, s_ENABLED), check = flag(recipes_dict, s_CHECK);
+    if (on < 0 || check < 0)
+        return NULL;
+    PyObject *shared = PyObject_GetAttr(STATE, s_any_shared);
+    if (shared == NULL)
+        return NULL;
+    int any_shared = PyObject_IsTrue(shared);
+    Py_DECREF(shared);
+    if (!on || check)
+        goto miss;
+    PyObject *const sigargs[2] = {pos, kw};
+    PyObject *sig = signature(mod, sigargs, 2);
+    if (sig == NULL)
+        return NULL;
+    if (sig == Py_None) {
+        Py_DECREF(sig);
+        goto miss;
+    }
+    PyObject *key = PyTuple_Pack(2, fn, sig);
+    Py_DECREF(sig);
+    if (key == NULL)
+        return NULL;
+    PyObject *recipe = PyDict_GetItemWithError(RECIPES, key);   /* borrowed */
+    Py_DECREF(key);
+    if (recipe == NULL) {
+        if (PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_TypeError))
+                return NULL;
+            PyErr_Clear();                   /* an unhashable value: the Python path says so */
+        }
+        goto miss;
+    }
+    if (Py_TYPE(recipe) != RecipeT)
+        goto miss;
+    Py_INCREF(recipe);
+    PyObject *values = pos, *made = NULL, *outs = NULL, *result = NULL;
+    Py_INCREF(values);
+    if (kw != Py_None && PyDict_GET_SIZE(kw) > 0) {
+        PyObject *kv = PyDict_Values(kw), *joined = NULL;
+        if (kv != NULL) {
+            PyObject *kt = PyList_AsTuple(kv);
+            Py_DECREF(kv);
+            if (kt != NULL) {
+                joined = PySequence_Concat(pos, kt);
+                Py_DECREF(kt);
+            }
+        }
+        Py_DECREF(values);
+        values = joined;
+        if (values == NULL)
+            goto done;
+    }
+    PyObject *nodes = SLOT(recipe, P_nodes), *func = SLOT(recipe, P_func);
+    int multi = flag(ir_dict, s_MULTI_DEVICE);
+    if (multi < 0)
+        goto done;
+    Py_ssize_t nn = PyTuple_GET_SIZE(nodes), nv = PyTuple_GET_SIZE(values);
+    made = PyList_New(0);
+    if (made == NULL)
+        goto done;
+    for (Py_ssize_t j = 0; j < nn; j++) {
+        PyObject *t = PyTuple_GET_ITEM(nodes, j);            /* (op, static, dyn, rows, cols, depth, cn, refs) */
+        PyObject *refs = PyTuple_GET_ITEM(t, 7);
+        Py_ssize_t nr = PyTuple_GET_SIZE(refs);
+        PyObject *inputs = PyTuple_New(nr);
+        if (inputs == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < nr; k++) {
+            Py_ssize_t r = PyLong_AsSsize_t(PyTuple_GET_ITEM(refs, k));
+            PyObject *v;
+            if (r >= 0) {
+                v = PyList_GET_ITEM(made, r);
+                Py_INCREF(v);
+            } else {
+                Py_ssize_t at = ~r;
+                if (at >= nv) {
+                    PyErr_SetString(PyExc_IndexError, "lazycv._hotpath.call: a recipe reads a missing argument");
+                    Py_DECREF(inputs);
+                    goto done;
+                }
+                v = value_of(PyTuple_GET_ITEM(values, at), func, multi);
+            }
+            if (v == NULL) {
+                Py_DECREF(inputs);
+                goto done;
+            }
+            PyTuple_SET_ITEM(inputs, k, v);
+        }
+        PyObject *const nargs8[8] = {PyTuple_GET_ITEM(t, 0), inputs, PyTuple_GET_ITEM(t, 1), PyTuple_GET_ITEM(t, 2),
+                                     PyTuple_GET_ITEM(t, 3), PyTuple_GET_ITEM(t, 4), PyTuple_GET_ITEM(t, 5),
+                                     PyTuple_GET_ITEM(t, 6)};
+        PyObject *nd = node(mod, nargs8, 8);
+        Py_DECREF(inputs);
+        if (nd == NULL || append_new(made, nd) < 0)
+            goto done;
+    }
+    PyObject *record_on = PyDict_GetItemWithError(streams_dict, s_RECORD_ON);
+    if (record_on == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "streams.RECORD_ON is missing");
+        goto done;
+    }
+    Py_INCREF(record_on);
+    PyObject *many = SLOT(recipe, P_many), *results = SLOT(recipe, P_results);
+    if (many == Py_None) {
+        PyObject *const la[2] = {(PyObject *)GpuMatT, PyList_GET_ITEM(made, PyLong_AsSsize_t(results))};
+        result = lazy(mod, la, 2);
+        if (result != NULL) {
+            set_slot(result, G_stream, record_on);
+            if (any_shared && read_shared_now(result) < 0)
+                Py_CLEAR(result);
+        }
+    } else {
+        Py_ssize_t n = PyTuple_GET_SIZE(results);
+        outs = PyList_New(n);
+        if (outs != NULL) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *e = PyTuple_GET_ITEM(results, i), *o;
+                if (PyLong_Check(e)) {
+                    PyObject *const la[2] = {(PyObject *)GpuMatT, PyList_GET_ITEM(made, PyLong_AsSsize_t(e))};
+                    o = lazy(mod, la, 2);
+                    if (o == NULL) { Py_CLEAR(outs); break; }
+                    set_slot(o, G_stream, record_on);
+                    if (any_shared && read_shared_now(o) < 0) { Py_DECREF(o); Py_CLEAR(outs); break; }
+                } else {
+                    o = PyTuple_GET_ITEM(e, 0);      /* a plain value the call returned */
+                    Py_INCREF(o);
+                }
+                PyList_SET_ITEM(outs, i, o);
+            }
+            if (outs != NULL)
+                result = many == (PyObject *)&PyList_Type ? (Py_INCREF(outs), outs)
+                                                          : PyObject_CallOneArg(many, outs);
+        }
+    }
+    Py_DECREF(record_on);
+done:
+    Py_XDECREF(outs);
+    Py_XDECREF(made);
+    Py_XDECREF(values);
+    Py_DECREF(recipe);
+    return result;
+miss:
+    Py_INCREF(MISS);
+    return MISS;
+}
+
+/* ------------------------------------------------------------------ module */
+static PyMethodDef methods[] = {
+    {"bind", bind, METH_VARARGS, "bind(Node, Source, GpuMat, Recording, ir, runtime, plain types)"},
+    {"signature", (PyCFunction)(void (*)(void))signature, METH_FASTCALL, "recipes.signature(args, kw) in C"},
+    {"node", (PyCFunction)(void (*)(void))node, METH_FASTCALL, "a new ir.Node, as Node.__init__ makes it"},
+    {"lazy", (PyCFunction)(void (*)(void))lazy, METH_FASTCALL, "GpuMat._lazy(node) in C"},
+    {"bind_recipes", bind_recipes, METH_VARARGS, "bind_recipes(Recipe, recipes, streams, table, MISS)"},
+    {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or MISS"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "lazycv._hotpath", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__hotpath(void) {
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL)
+        return NULL;
+    INT0 = PyLong_FromLong(0);
+    ZERO = Py_BuildValue("(s)", "0.0");
+    NEG_ZERO = Py_BuildValue("(s)", "-0.0");
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+    INTERN(s_rec, "rec"); INTERN(s_device, "device"); INTERN(s_pending, "pending");
+    INTERN(s_since_flush, "since_flush"); INTERN(s_first_seen, "first_seen"); INTERN(s_close, "close");
+    INTERN(s_MULTI_DEVICE, "MULTI_DEVICE"); INTERN(s_AUTO_FLUSH_OPS, "AUTO_FLUSH_OPS"); INTERN(s_flush, "flush");
+    INTERN(s_LIMIT, "LIMIT"); INTERN(s_ENABLED, "ENABLED"); INTERN(s_CHECK, "CHECK");
+    INTERN(s_RECORD_ON, "RECORD_ON"); INTERN(s_any_shared, "any_shared"); INTERN(s__value, "_value");
+    INTERN(s__read_shared_now, "_read_shared_now");
+    if (INT0 == NULL || ZERO == NULL || NEG_ZERO == NULL)
+        return NULL;
+    return m;
+}

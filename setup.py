@@ -1,0 +1,6 @@
+"""The optional C hot path of a replayed cv2.cuda call (lazycv/_hotpath.c; docs/architecture.md
+says why). Everything else about the package is in pyproject.toml. Without a C compiler the
+build skips the extension and lazycv runs the same steps in Python."""
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("lazycv._hotpath", ["lazycv/_hotpath.c"], optional=True)])

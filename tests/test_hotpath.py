@@ -1,0 +1,201 @@
+"""The C hot path (lazycv/_hotpath.c) against the Python functions it mirrors: the same call
+signatures, the same Node (fields, recording tokens, the memory's reader index), the same lazy
+GpuMat. Skipped where the extension was not built (no C compiler at install); the rest of the
+suite runs on whichever path is active."""
+import weakref
+
+import cv2
+import numpy as np
+import pytest
+
+import lazycv
+from lazycv import ir, recipes, runtime, streams
+from lazycv.facade.gpumat import GpuMat
+
+from .conftest import upload
+
+hot = pytest.importorskip("lazycv._hotpath", reason="the C extension was not built (no compiler at install)")
+
+
+@pytest.fixture(autouse=True)
+def bound():
+    """The extension bound to lazycv's classes, also when LAZYCV_HOTPATH=0 leaves it unused."""
+    hot.bind(ir.Node, ir.Source, GpuMat, ir.Recording, ir, runtime, recipes._PLAIN)
+    hot.bind_recipes(recipes.Recipe, recipes, streams, recipes._RECIPES, recipes._MISS)
+    yield
+
+
+def _mats():
+    a = upload(np.zeros((4, 5, 3), np.uint8))
+    b = upload(np.zeros((4, 5), np.float32))
+    return a, b, cv2.cuda.add(a, 1)
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_signature_equals_the_python_one(case):
+    a, b, lazy = _mats()
+    cases = [
+        ((a, (0.5, 0.25, 0.125)), {}),
+        ((a, a), {}),
+        ((a, b, lazy, a), {}),
+        ((a, 0.0), {}), ((a, -0.0), {}), ((a, (0.0, -0.0, 1)), {}), ((a, (False, 0, 2.5)), {}),
+        ((a, 3, True, None, "x"), {"interpolation": 1, "beta": -0.0}),
+        ((a, float("nan")), {}),
+        ((a, [1, 2]), {}),                      # a list: not covered
+        ((a, (1, [2])), {}),                    # a tuple holding a list: not covered
+        ((a,), {"dst": b}),                     # a GpuMat by keyword
+    ]
+    args, kw = cases[case]
+    want = recipes.signature(args, kw, GpuMat)
+    got = hot.signature(args, kw)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert repr(got) == repr(want)          # (repr: nan != nan)
+        assert hash(got) == hash(want) or got != got
+
+
+def _record(make, inputs_of):
+    """A fresh recording; ``make`` builds three nodes over one frame; returns what they did."""
+    g = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+    src = g._value()
+    op = cv2.cuda.add(g, 1)._node.op
+    runtime.flush()
+    ir.new_recording()
+    rec = ir.recording()
+    n1 = make(op, (src,), ("add", "ms", "i", False), (1.0, 1.0, 1.0, 1.0, 0.0), 4, 5, 0, 3)
+    n2 = make(op, (n1, src), ("add", "mm", "i", False), (1.0, 0.0, 0.0, 0.0, 0.0), 4, 5, 0, 3)
+    n3 = make(op, (n2,), ("add", "ms", "i", False), (1.0, 2.0, 2.0, 2.0, 0.0), 4, 5, 0, 3)
+    nodes = [n1, n2, n3]
+    fields = [(n.op, n.inputs == inputs_of(n, nodes, src), n.static, n.dyn, n.rows, n.cols, n.depth, n.cn,
+               n.result, n.height, n.rgen == rec.gen, n.rpos) for n in nodes]
+    readers = [r() for r in ir.READERS.get(id(src.buf), [])]
+    return fields, [t[1:] for t in rec.tokens], [nodes.index(r) for r in readers if r in nodes], \
+        [n.seq for n in nodes] == sorted(n.seq for n in nodes)
+
+
+def test_node_equals_the_python_one():
+    def inputs_of(n, nodes, src):
+        return n.inputs
+    want = _record(ir.Node, inputs_of)
+    got = _record(hot.node, inputs_of)
+    assert got == want
+    assert want[2] == [0, 1]                   # both nodes that read the frame are its readers
+
+
+def test_a_node_reading_a_computed_result_reads_its_memory():
+    a = upload(np.full((3, 4), 5, np.uint8))
+    r = cv2.cuda.add(a, 1)
+    lazycv.materialize(r)                      # r's node now has a result
+    computed = cv2.cuda.add(a, 1)._node
+    lazycv.materialize(cv2.cuda.add(a, 1))
+    for make in (ir.Node, hot.node):
+        n = make(computed.op, (computed,), computed.static, computed.dyn, 3, 4, 0, 1)
+        assert n.height == (0 if computed.result is not None else computed.height + 1)
+
+
+def test_lazy_equals_the_python_one():
+    a = upload(np.zeros((3, 4), np.uint8))
+    nd = cv2.cuda.add(a, 1)._node
+    before = len(runtime.THREAD.pending), runtime.STATE.since_flush
+    m1, m2 = GpuMat._lazy(nd), hot.lazy(GpuMat, nd)
+    for m in (m1, m2):
+        assert (m._alloc, m._y0, m._x0, m._rows, m._cols, m._depth, m._cn, m._node, m._src, m._parent,
+                m._views, m._stream) == (None, 0, 0, 3, 4, 0, 1, nd, None, None, None, None)
+        assert type(m) is GpuMat
+    assert len(runtime.THREAD.pending) == before[0] + 2 and runtime.STATE.since_flush == before[1] + 2
+    assert runtime.THREAD.pending[-1]() is m2
+    np.testing.assert_array_equal(m2.download(), np.ones((3, 4), np.uint8))
+
+
+def test_lazy_flushes_past_the_auto_flush_limit(monkeypatch):
+    a = upload(np.zeros((3, 4), np.uint8))
+    nd = cv2.cuda.add(a, 1)._node
+    flushes = []
+    monkeypatch.setattr(runtime, "AUTO_FLUSH_OPS", 0)
+    monkeypatch.setattr(runtime, "flush", lambda *a, **k: flushes.append(1))
+    hot.lazy(GpuMat, nd)
+    assert flushes == [1]
+
+
+def test_bad_arguments_raise_instead_of_crashing():
+    with pytest.raises(TypeError):
+        hot.node(None, [1], (), (), 1, 1, 0, 1)          # inputs must be a tuple
+    with pytest.raises(TypeError):
+        hot.node(None, (object(),), (), (), 1, 1, 0, 1)  # an input that is no value
+    with pytest.raises(TypeError):
+        hot.lazy(GpuMat, object())
+    with pytest.raises(TypeError):
+        hot.signature((1,))
+
+
+def test_nodes_are_collected():
+    a = upload(np.zeros((3, 4), np.uint8))
+    nd = cv2.cuda.add(a, 1)._node
+    n = hot.node(nd.op, (nd,), nd.static, nd.dyn, 3, 4, 0, 1)
+    ref = weakref.ref(n)
+    del n
+    runtime.flush()
+    ir.new_recording()
+    import gc
+    gc.collect()
+    assert ref() is None
+
+
+def _structure(out):
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    mats = [o for o in outs if isinstance(o, GpuMat)]
+    plain = [o for o in outs if not isinstance(o, GpuMat)]
+    nodes = [(m._node.op, m._node.static, m._node.dyn, m._node.rows, m._node.cols, m._node.depth, m._node.cn,
+              tuple(id(v) for v in m._node.inputs if v.is_source or v.seq < m._node.seq - 3),
+              m._stream, m._rows, m._cols) for m in mats]
+    return type(out), nodes, plain
+
+
+@pytest.mark.parametrize("name", ["add", "split", "threshold", "resize_kw", "convertTo", "divide_const"])
+def test_call_equals_the_python_replay(name):
+    """_hotpath.call replays a recipe as recipes.replay does: the same nodes over the same
+    argument values, the same result types and streams."""
+    a = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+    std = cv2.cuda_GpuMat(4, 5, cv2.CV_8UC3)
+    std.setTo((1, 2, 3))
+    calls = {
+        "add": (cv2.cuda.add, (a, (1, 2, 3)), {}),
+        "split": (cv2.cuda.split, (a,), {}),
+        "threshold": (cv2.cuda.threshold, (a, 100, 255, cv2.THRESH_BINARY), {}),
+        "resize_kw": (cv2.cuda.resize, (a, (3, 2)), {"interpolation": cv2.INTER_NEAREST}),
+        "convertTo": (None, (a, cv2.CV_32FC3), {"alpha": 0.5}),
+        "divide_const": (cv2.cuda.divide, (a, std), {}),
+    }
+    fn, args, kw = calls[name]
+    fn = fn.__wrapped__ if fn is not None else __import__("lazycv").ops.convert.convert_to
+    recipes.forget()
+    for _ in range(2):                                      # capture, then a recipe exists
+        recipes.call(fn, args, dict(kw), GpuMat)
+    recipe = recipes._RECIPES[(fn, recipes.signature(args, kw, GpuMat))]
+    assert isinstance(recipe, recipes.Recipe)
+    got = hot.call(fn, args, dict(kw))
+    want = recipes.replay(recipe, args + tuple(kw.values()), GpuMat)
+    assert got is not recipes._MISS
+    assert _structure(got) == _structure(want)
+    ref = want if isinstance(want, (list, tuple)) else [want]
+    for g, w in zip(got if isinstance(got, (list, tuple)) else [got], ref):
+        if isinstance(w, GpuMat):
+            np.testing.assert_array_equal(g.download(), w.download())
+        else:
+            assert g == w
+
+
+def test_call_leaves_checks_and_new_signatures_to_python_and_reads_shared_memory_at_once(monkeypatch):
+    recipes.forget()
+    a = upload(np.zeros((3, 4), np.uint8))
+    fn = cv2.cuda.add.__wrapped__
+    assert hot.call(fn, (a, 7), {}) is recipes._MISS             # no recipe yet
+    recipes.call(fn, (a, 7), {}, GpuMat)
+    assert hot.call(fn, (a, 7), {}) is not recipes._MISS
+    monkeypatch.setattr(recipes, "CHECK", True)
+    assert hot.call(fn, (a, 7), {}) is recipes._MISS
+    monkeypatch.setattr(recipes, "CHECK", False)
+    a.cudaPtr()                                                  # a's memory is shared now
+    out = hot.call(fn, (a, 7), {})
+    assert out._node is None                                     # computed at the call, as OpenCV would
+    np.testing.assert_array_equal(out.download(), np.full((3, 4), 7, np.uint8))
