@@ -37,6 +37,7 @@ Speed: every distinct chain structure compiles one fused kernel (dsize, scalars,
 and ROI offsets are kernel arguments, so they never recompile). Examples are derandomized so
 the same structures recur from run to run and Numba's on-disk cache serves them.
 """
+import contextlib
 import math
 
 import cv2
@@ -45,6 +46,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import lazycv
+from lazycv import recipes
 from lazycv.ops import convert as convert_ops
 
 from .conftest import BACKEND, DEPTHS, SIM, assert_fused_equals_eager, rand_image, run_both
@@ -602,12 +604,29 @@ def run_graph(chains, stats=None):
 
 
 def check_graph(chains, stats):
-    """The fused flush of ``chains`` equals the eager one."""
+    """The fused flush of ``chains`` equals the eager one; and the same calls again on new
+    source images — each call now replayed from its recipe (lazycv/recipes.py) — equal the
+    eager calls run through their op functions (recipes off)."""
+    again = [(rows, cols, depth, cn, seed_ + 7919, ops) for rows, cols, depth, cn, seed_, ops in chains]
     with lazycv.enabled(backend=BACKEND, fuse=False):
-        eager = run_graph(chains)
+        with recipes_off():
+            eager = run_graph(chains)
+            eager_again = run_graph(again)
     with lazycv.enabled(backend=BACKEND, fuse=True):
         fused = run_graph(chains, stats)
+        fused_again = run_graph(again)
     assert_fused_equals_eager(fused, eager)
+    assert_fused_equals_eager(fused_again, eager_again)
+
+
+@contextlib.contextmanager
+def recipes_off():
+    """Every call through its op's function (the full path)."""
+    was, recipes.ENABLED = recipes.ENABLED, False
+    try:
+        yield
+    finally:
+        recipes.ENABLED = was
 
 
 # ---------------------------------------------------------------- random pipelines (layer 2)
