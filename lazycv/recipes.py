@@ -7,11 +7,13 @@ only the input values differ. The first call with a given *signature* runs the o
 back new lazy GpuMats — no flush, no copy to or from the host, no write into an argument, every
 input of its nodes an argument's own value — the nodes it made are kept as a recipe. A later
 call with the same signature makes the same nodes from the new arguments' values without
-running the function: an attribute read or two and one ``Node`` a node.
+running the function: an attribute read or two and one ``Node`` a node — in C when the
+extension was built (lazycv/_hotpath.c mirrors :func:`signature`, :func:`replay`,
+``ir.Node.__init__`` and ``GpuMat._value``/``_lazy``), else in Python.
 
-The signature holds each argument's type; for a GpuMat its size, depth, channels, whether it
-is pending and which earlier argument it is (aliasing); for anything else the value itself —
-numbers, strings, None and tuples of them only. Arrays, lists, streams and other objects make a
+The signature holds each argument's type; for a GpuMat its size, depth, channels and which
+earlier argument it is (aliasing); for anything else the value itself — numbers, strings, None
+and tuples of them only. Arrays, lists, streams and other objects make a
 call take the full path every time. A replay reads memory shared with foreign code at the call,
 as the full path does (ops.common.result).
 The settings a function may read (backend, fuse, resize mapping) clear the recipes when they
@@ -76,7 +78,6 @@ def bind(GpuMat):
     global HOT, _GPUMAT, _signature, _node, _lazy
     _GPUMAT = GpuMat
     if _hotpath is not None:
-        from . import runtime
         _hotpath.bind(Node, ir.Source, GpuMat, ir.Recording, ir, runtime, _PLAIN)
         _hotpath.bind_recipes(Recipe, sys.modules[__name__], streams, _RECIPES, _MISS)
         _signature, _node, _lazy, HOT = _hotpath.signature, _hotpath.node, _hotpath.lazy, True
@@ -242,6 +243,9 @@ def _capture(fn, args, kw, GpuMat):
 
 
 def _read_recipe(out, args, mats, first, last, GpuMat, func):
+    """The Recipe of a call that returned ``out`` and numbered its nodes between ``first`` and
+    ``last``; None unless every returned GpuMat is a new lazy result and every node it needs
+    is one the call made or an argument's own value."""
     if type(out) is GpuMat:
         outs, many = [out], None
     elif type(out) in (list, tuple) and any(type(o) is GpuMat for o in out) and \
