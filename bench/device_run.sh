@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: install the carried wheels, check the CUDA path with the test suite's small
 # cases on the real GPU, run the demo, the kernel-variant sweep, then W1 (with its peers and the
-# compose row; drawn as $OUT/w1.png), W3/W4, W2, W7 and C1 (the CPU backend on this host's CPU).
+# compose row; drawn as $OUT/w1.png), W3/W4, W2, the record cost, W7 and C1 (the CPU backend on this host's CPU).
 # The console log goes to $OUT/log.txt, each benchmark's JSON to $OUT (the device tool returns
 # few files).
 #   TEST_FILES=...  test files for the GPU check (default: all of tests/, -m sim selects)
@@ -35,6 +35,7 @@ timeout 300 python3 bench/w1.py --compose "$@" 2>&1 | quiet
 python3 bench/plot.py "$OUT/w1.json" --out "$OUT/w1.png" 2>&1 | tail -1
 timeout 300 python3 bench/w34.py --repeats 15 2>&1 | quiet
 timeout 300 python3 bench/w2.py 2>&1 | quiet
+timeout 120 python3 bench/record_cost.py 2>&1 | quiet
 if [ "${SKIP_W7:-0}" != 1 ]; then
   timeout 200 python3 bench/w7.py --backend cuda 2>&1 | quiet
 fi
