@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: install the carried wheels, check the CUDA path with the test suite's small
 # cases on the real GPU, run the demo, the kernel-variant sweep, then W1 (with its peers and the
-# compose row; drawn as $OUT/w1.png), W3/W4, W2, the record cost, W7 and C1 (the CPU backend on this host's CPU).
+# compose row; drawn as $OUT/w1.png), W3/W4, W2, the record cost, W7 and C1 (the CPU backend
+# on this host's CPU).
 # The console log goes to $OUT/log.txt, each benchmark's JSON to $OUT (the device tool returns
 # few files).
 #   TEST_FILES=...  test files for the GPU check (default: all of tests/, -m sim selects)
