@@ -11,7 +11,8 @@
  *   node(op, inputs, static, dyn, rows, cols, depth, cn)   ir.Node.__init__ (a new Node)
  *   lazy(cls, node)            facade.gpumat.GpuMat._lazy
  *   call(fn, args, kw)         recipes.call when the call's recipe exists (recipes.replay);
- *                              MISS where the Python path decides
+ *                              FIRST for a signature seen the first time (noted, as
+ *                              recipes._remember does); MISS where the Python path decides
  * bind(...) hands over the classes, modules and objects they use once, at import.
  */
 #define PY_SSIZE_T_CLEAN
@@ -26,7 +27,7 @@ static PyObject *PLAIN;                       /* frozenset of the plain types */
 static PyObject *ZERO, *NEG_ZERO;            /* ("0.0",), ("-0.0",): recipes._signed_zero */
 static PyObject *INT0;
 static PyTypeObject *RecipeT;
-static PyObject *recipes_dict, *streams_dict, *RECIPES, *MISS;
+static PyObject *recipes_dict, *streams_dict, *RECIPES, *MISS, *FIRST, *LIMIT_NAME;
 static Py_ssize_t P_nodes, P_results, P_many, P_func;
 static Py_ssize_t A_buf, A_writers, A_constant;
 static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s__read_shared_now;
@@ -115,8 +116,8 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
 }
 
 static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
-    PyObject *recipe_t, *recipes_mod, *streams_mod, *table, *miss;
-    if (!PyArg_ParseTuple(args, "OOOOO", &recipe_t, &recipes_mod, &streams_mod, &table, &miss))
+    PyObject *recipe_t, *recipes_mod, *streams_mod, *table, *miss, *first;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &recipe_t, &recipes_mod, &streams_mod, &table, &miss, &first))
         return NULL;
     RecipeT = (PyTypeObject *)recipe_t;
     Py_INCREF(recipe_t);
@@ -132,6 +133,9 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
     streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
     RECIPES = table; Py_INCREF(table);
     MISS = miss; Py_INCREF(miss);
+    FIRST = first; Py_INCREF(first);
+    if (LIMIT_NAME == NULL && (LIMIT_NAME = PyUnicode_InternFromString("LIMIT")) == NULL)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -618,15 +622,37 @@ static PyObject *call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (key == NULL)
         return NULL;
     PyObject *recipe = PyDict_GetItemWithError(RECIPES, key);   /* borrowed */
-    Py_DECREF(key);
     if (recipe == NULL) {
         if (PyErr_Occurred()) {
+            Py_DECREF(key);
             if (!PyErr_ExceptionMatches(PyExc_TypeError))
                 return NULL;
             PyErr_Clear();                   /* an unhashable value: the Python path says so */
+            goto miss;
         }
-        goto miss;
+        /* seen once: noted (recipes._remember), and the caller runs the function */
+        PyObject *lim = PyDict_GetItemWithError(recipes_dict, LIMIT_NAME);
+        if (lim == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "recipes.LIMIT is missing");
+            Py_DECREF(key);
+            return NULL;
+        }
+        Py_ssize_t limit = PyLong_AsSsize_t(lim);
+        if (limit == -1 && PyErr_Occurred()) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        if (PyDict_GET_SIZE(RECIPES) >= limit)
+            PyDict_Clear(RECIPES);
+        int r = PyDict_SetItem(RECIPES, key, INT0);
+        Py_DECREF(key);
+        if (r < 0)
+            return NULL;
+        Py_INCREF(FIRST);
+        return FIRST;
     }
+    Py_DECREF(key);
     if (Py_TYPE(recipe) != RecipeT)
         goto miss;
     Py_INCREF(recipe);

@@ -14,6 +14,9 @@ Rules (docs/architecture.md explains them):
 5. Outputs of the same size and phase that share computation (a common node, e.g. the three
    planes of one split) share one kernel, so the common part is computed once per pixel.
    Independent chains get their own kernels (which horizontal batching may launch together).
+   A node more than ``MAX_SHARED`` outputs share is written once instead (hundreds of results
+   of one pending image: one kernel with hundreds of outputs would take minutes to compile);
+   they read it and go out as one batched launch.
 6. ``fuse=False`` (eager mode) hard-cuts every node: one kernel per op, as OpenCV's CUDA module.
 7. A reduction (``OpDef.reduces``: normalize's statistic, minMax, sum, ...) is a kernel of its
    own, over its input's pixels: its input's pending chain fuses into it as into a consumer
@@ -24,6 +27,7 @@ Rules (docs/architecture.md explains them):
 from .ir import resolved, walk
 
 DEPTH_CUT = 64
+MAX_SHARED = 32         # outputs that may share one computed node in one kernel (rule 5)
 
 
 class Kernel:
@@ -60,12 +64,9 @@ def hard_cuts(nodes, fuse):
     return hard
 
 
-def plan(sink_values, fuse=True):
-    """Kernels, in launch order, that compute ``sink_values`` (pending nodes)."""
-    nodes = walk(sink_values)
-    hard = hard_cuts(nodes, fuse)
-    is_output = hard | {id(v) for v in sink_values}
-
+def _regions(nodes, hard, is_output):
+    """Each output's launch level (after the hard cuts it reads) and the nodes its kernel
+    computes for it."""
     level, region = {}, {}
     for n in nodes:                                # producers before consumers
         if id(n) not in is_output:
@@ -83,6 +84,15 @@ def plan(sink_values, fuse=True):
             stack.extend(i.inputs)
         level[id(n)] = lv
         region[id(n)] = members
+    return level, region
+
+
+def plan(sink_values, fuse=True):
+    """Kernels, in launch order, that compute ``sink_values`` (pending nodes)."""
+    nodes = walk(sink_values)
+    hard = hard_cuts(nodes, fuse)
+    is_output = hard | {id(v) for v in sink_values}
+    level, region = _regions(nodes, hard, is_output)
 
     # union-find: outputs whose regions share a node belong to one kernel (constants such as a
     # setTo fill are recomputed per kernel instead: sharing one must not weld frames together)
@@ -90,6 +100,20 @@ def plan(sink_values, fuse=True):
     for n in nodes:
         const[id(n)] = all(not resolved(i).is_source and const.get(id(resolved(i)), False)
                            for i in n.inputs)
+    # rule 5's limit: a node shared by more than MAX_SHARED outputs is written once instead
+    # (one kernel computing hundreds of outputs takes minutes to compile); its consumers then
+    # read it, each its own kernel of one structure, and go out as one batched launch
+    shared = {}
+    for n in nodes:
+        if id(n) in is_output and not n.op.reduces:
+            for m in region[id(n)]:
+                if m is not n and not const[id(m)]:
+                    shared[id(m)] = shared.get(id(m), 0) + 1
+    wide = {k for k, c in shared.items() if c > MAX_SHARED}
+    if wide:
+        hard |= wide
+        is_output |= wide
+        level, region = _regions(nodes, hard, is_output)
     parent = {}
 
     def root(k):

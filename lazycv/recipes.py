@@ -2,8 +2,9 @@
 
 Unchanged cv2.cuda code calls the same functions with the same kinds of arguments every frame,
 so the validation, the working-type rules and the node parameters come out the same each time:
-only the input values differ. The first call with a given *signature* runs the op's function
-(the full path) and watches what it did. If the call did nothing but record new nodes and hand
+only the input values differ. The second call with a given *signature* runs the op's function
+(the full path) and watches what it did (the first only notes the signature: a call whose
+arguments never repeat, such as a scalar that changes every frame, costs no capture). If the call did nothing but record new nodes and hand
 back new lazy GpuMats — no flush, no copy to or from the host, no write into an argument, every
 input of its nodes an argument's own value — the nodes it made are kept as a recipe. A later
 call with the same signature makes the same nodes from the new arguments' values without
@@ -49,9 +50,11 @@ _GPUMAT = None
 
 _PLAIN = frozenset((int, float, bool, str, type(None)))
 _MAX_TRIES = 3          # failed captures of one signature before it always takes the full path
-LIMIT = 4096            # recipes kept (a program generating endless signatures stops adding)
+LIMIT = 4096            # signatures kept (then the table starts over)
 
-_RECIPES = {}           # (function, signature) -> Recipe, or an int: failed captures so far
+# (function, signature) -> Recipe, or an int: the signature was seen, and so many captures of it
+# failed (a call's second sighting is captured: one that never repeats costs no capture)
+_RECIPES = {}
 
 
 class Recipe:
@@ -79,7 +82,7 @@ def bind(GpuMat):
     _GPUMAT = GpuMat
     if _hotpath is not None:
         _hotpath.bind(Node, ir.Source, GpuMat, ir.Recording, ir, runtime, _PLAIN)
-        _hotpath.bind_recipes(Recipe, sys.modules[__name__], streams, _RECIPES, _MISS)
+        _hotpath.bind_recipes(Recipe, sys.modules[__name__], streams, _RECIPES, _MISS, _FIRST)
         _signature, _node, _lazy, HOT = _hotpath.signature, _hotpath.node, _hotpath.lazy, True
     else:
         _signature, _node, _lazy = lambda args, kw: signature(args, kw, GpuMat), Node, _py_lazy
@@ -91,6 +94,7 @@ def _py_lazy(cls, nd):
 
 _signature = _node = _lazy = None
 _MISS = object()        # _hotpath.call's answer where the Python path decides
+_FIRST = object()       # its answer for a signature it saw the first time (and noted)
 
 
 def signature(args, kw, GpuMat):
@@ -144,6 +148,8 @@ def call(fn, args, kw, GpuMat):
     """``fn(*args, **kw)`` through its recipe when one fits (the caller holds the runtime lock)."""
     if HOT:
         out = _hotpath.call(fn, args, kw)      # the replay in C, when the recipe exists
+        if out is _FIRST:                      # (a signature seen the first time, noted)
+            return fn(*args, **kw)
         if out is not _MISS:
             return out
     if not ENABLED:
@@ -162,15 +168,22 @@ def call(fn, args, kw, GpuMat):
         if CHECK:
             return _checked(recipe, fn, args, kw, values, GpuMat)
         return replay(recipe, values, GpuMat)
-    if recipe is not None and recipe >= _MAX_TRIES:
+    if recipe is None:                      # seen once: a loop's signature is captured when it comes back
+        _remember((fn, sig), 0)
+        return fn(*args, **kw)
+    if recipe >= _MAX_TRIES:
         return fn(*args, **kw)
     out, made = _capture(fn, args, kw, GpuMat)
-    if made is not None:
-        if len(_RECIPES) < LIMIT:
-            _RECIPES[(fn, sig)] = made
-    else:
-        _RECIPES[(fn, sig)] = (recipe or 0) + 1
+    _remember((fn, sig), made if made is not None else recipe + 1)
     return out
+
+
+def _remember(key, value):
+    """Keep ``value`` for ``key``; a full table starts over (a program whose signatures never
+    repeat — a scalar that changes every frame — keeps paying only a look-up)."""
+    if len(_RECIPES) >= LIMIT and key not in _RECIPES:
+        _RECIPES.clear()
+    _RECIPES[key] = value
 
 
 def replay(recipe, args, GpuMat):

@@ -604,9 +604,10 @@ def run_graph(chains, stats=None):
 
 
 def check_graph(chains, stats):
-    """The fused flush of ``chains`` equals the eager one; and the same calls again on new
-    source images — each call now replayed from its recipe (lazycv/recipes.py) — equal the
-    eager calls run through their op functions (recipes off)."""
+    """The fused flush of ``chains`` equals the eager one; so do the same calls on other
+    source images (where each call's recipe is captured: lazycv/recipes.py) and the first
+    images once more (each call replayed from its recipe, over data other than the captured
+    call's) — the eager calls run through their op functions (recipes off)."""
     again = [(rows, cols, depth, cn, seed_ + 7919, ops) for rows, cols, depth, cn, seed_, ops in chains]
     with lazycv.enabled(backend=BACKEND, fuse=False):
         with recipes_off():
@@ -615,8 +616,10 @@ def check_graph(chains, stats):
     with lazycv.enabled(backend=BACKEND, fuse=True):
         fused = run_graph(chains, stats)
         fused_again = run_graph(again)
+        fused_replayed = run_graph(chains)
     assert_fused_equals_eager(fused, eager)
     assert_fused_equals_eager(fused_again, eager_again)
+    assert_fused_equals_eager(fused_replayed, eager)
 
 
 @contextlib.contextmanager

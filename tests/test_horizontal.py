@@ -252,3 +252,20 @@ def test_frames_uploaded_one_by_one_past_the_select_limit(rng):
     for f, o in zip(frames, outs):
         want = cv2.resize(f, (4, 3)).astype(np.float32) * np.float32(1 / 255) - np.array(SUB, np.float32)
         assert_close(o.download(), want, 1e-6)
+
+
+def test_hundreds_of_results_of_one_pending_image_write_it_once_and_batch(rng):
+    """A pending image that more than planner.MAX_SHARED results read is written once, and the
+    results go out as one batched launch — not one kernel with hundreds of outputs, whose
+    compile took minutes (400 results: 86 s before) — and each equals CPU OpenCV."""
+    from lazycv import planner
+    a = rand_image(rng, 6, 7, 3, np.uint8)
+    f = upload(a).convertTo(cv2.CV_32FC3, alpha=0.5)          # pending, read by every result
+    n = planner.MAX_SHARED * 3
+    outs = [cv2.cuda.multiply(f, 1.0 + k / 8) for k in range(n)]
+    lazycv.reset_stats()
+    lazycv.materialize(*outs)
+    assert lazycv.stats()["kernels_launched"] == 2               # f, then the n products
+    base = a.astype(np.float32) * np.float32(0.5)
+    for k in (0, 1, n // 2, n - 1):
+        assert_close(outs[k].download(), cv2.multiply(base, (1.0 + k / 8,) * 3 + (0,)), 1e-6, rel=1e-6)

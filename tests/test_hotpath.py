@@ -21,7 +21,7 @@ hot = pytest.importorskip("lazycv._hotpath", reason="the C extension was not bui
 def bound():
     """The extension bound to lazycv's classes, also when LAZYCV_HOTPATH=0 leaves it unused."""
     hot.bind(ir.Node, ir.Source, GpuMat, ir.Recording, ir, runtime, recipes._PLAIN)
-    hot.bind_recipes(recipes.Recipe, recipes, streams, recipes._RECIPES, recipes._MISS)
+    hot.bind_recipes(recipes.Recipe, recipes, streams, recipes._RECIPES, recipes._MISS, recipes._FIRST)
     yield
 
 
@@ -175,7 +175,7 @@ def test_call_equals_the_python_replay(name):
     assert isinstance(recipe, recipes.Recipe)
     got = hot.call(fn, args, dict(kw))
     want = recipes.replay(recipe, args + tuple(kw.values()), GpuMat)
-    assert got is not recipes._MISS
+    assert got is not recipes._MISS and got is not recipes._FIRST
     assert _structure(got) == _structure(want)
     ref = want if isinstance(want, (list, tuple)) else [want]
     for g, w in zip(got if isinstance(got, (list, tuple)) else [got], ref):
@@ -189,9 +189,11 @@ def test_call_leaves_checks_and_new_signatures_to_python_and_reads_shared_memory
     recipes.forget()
     a = upload(np.zeros((3, 4), np.uint8))
     fn = cv2.cuda.add.__wrapped__
-    assert hot.call(fn, (a, 7), {}) is recipes._MISS             # no recipe yet
-    recipes.call(fn, (a, 7), {}, GpuMat)
-    assert hot.call(fn, (a, 7), {}) is not recipes._MISS
+    assert hot.call(fn, (a, 7), {}) is recipes._FIRST            # seen the first time: noted
+    assert recipes._RECIPES[(fn, hot.signature((a, 7), {}))] == 0
+    assert hot.call(fn, (a, 7), {}) is recipes._MISS             # seen, not captured yet
+    recipes.call(fn, (a, 7), {}, GpuMat)                         # captured
+    assert hot.call(fn, (a, 7), {}) not in (recipes._MISS, recipes._FIRST)
     monkeypatch.setattr(recipes, "CHECK", True)
     assert hot.call(fn, (a, 7), {}) is recipes._MISS
     monkeypatch.setattr(recipes, "CHECK", False)

@@ -56,8 +56,9 @@ def _host(out):
 
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_a_replay_equals_the_full_path_and_reads_new_data(name, rng):
-    """The first call captures, the next ones replay (checked against the full path node by
-    node); each frame's result equals CPU OpenCV's on that frame's data."""
+    """The first call notes the signature, the second captures, the third replays (checked
+    against the full path node by node); each frame's result equals CPU OpenCV's on that
+    frame's data."""
     call, ref = CALLS[name]
     mask = upload((rng.random((6, 8)) > 0.5).astype(np.uint8))
     results = []
@@ -188,3 +189,19 @@ def test_zero_and_negative_zero_are_different_scalars():
     for s in (0.0, -0.0, 0.0, -0.0):
         for got in (cv2.cuda.multiply(a, s).download(), cv2.cuda.multiply(a, (s, s)).download()):
             assert np.signbit(got).all() == (str(s) == "-0.0"), s
+
+
+def test_a_signature_seen_once_costs_no_capture_and_a_full_table_starts_over(monkeypatch):
+    """A scalar that changes every call never repeats a signature: the first sighting is only
+    noted (no capture), the second captures; past LIMIT signatures the table starts over."""
+    a = upload(np.full((2, 3), 1.0, np.float32))
+    captures = []
+    real = recipes._capture
+    monkeypatch.setattr(recipes, "_capture", lambda *args: captures.append(1) or real(*args))
+    monkeypatch.setattr(recipes, "LIMIT", 8)
+    outs = [cv2.cuda.multiply(a, 1.0 + k) for k in range(20)]      # twenty signatures, each once
+    assert captures == [] and len(recipes._RECIPES) <= 8
+    assert [o.download()[0, 0] for o in outs] == [1.0 + k for k in range(20)]
+    for _ in range(3):
+        assert cv2.cuda.multiply(a, 0.5).download()[0, 0] == 0.5
+    assert captures == [1]                                       # the second sighting
