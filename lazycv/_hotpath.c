@@ -11,8 +11,10 @@
  *   node(op, inputs, static, dyn, rows, cols, depth, cn)   ir.Node.__init__ (a new Node)
  *   lazy(cls, node)            facade.gpumat.GpuMat._lazy
  *   call(fn, args, kw)         recipes.call when the call's recipe exists (recipes.replay);
- *                              FIRST for a signature seen the first time (noted, as
- *                              recipes._remember does); MISS where the Python path decides
+ *                              RUN where the function just runs (arguments recipes do not
+ *                              cover, a signature seen the first time — noted, as
+ *                              recipes._remember does — or given up on); MISS where the
+ *                              Python path decides (a capture, checks, recipes off)
  * bind(...) hands over the classes, modules and objects they use once, at import.
  */
 #define PY_SSIZE_T_CLEAN
@@ -27,10 +29,10 @@ static PyObject *PLAIN;                       /* frozenset of the plain types */
 static PyObject *ZERO, *NEG_ZERO;            /* ("0.0",), ("-0.0",): recipes._signed_zero */
 static PyObject *INT0;
 static PyTypeObject *RecipeT;
-static PyObject *recipes_dict, *streams_dict, *RECIPES, *MISS, *FIRST, *LIMIT_NAME;
+static PyObject *recipes_dict, *streams_dict, *RECIPES, *MISS, *RUN, *LIMIT_NAME, *TRIES_NAME;
 static Py_ssize_t P_nodes, P_results, P_many, P_func;
 static Py_ssize_t A_buf, A_writers, A_constant;
-static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s__read_shared_now;
+static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s_read_shared_now;
 static PyObject *s_rec, *s_device, *s_pending, *s_since_flush, *s_first_seen, *s_close,
     *s_MULTI_DEVICE, *s_AUTO_FLUSH_OPS, *s_flush, *s_LIMIT;
 
@@ -116,8 +118,8 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
 }
 
 static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
-    PyObject *recipe_t, *recipes_mod, *streams_mod, *table, *miss, *first;
-    if (!PyArg_ParseTuple(args, "OOOOOO", &recipe_t, &recipes_mod, &streams_mod, &table, &miss, &first))
+    PyObject *recipe_t, *recipes_mod, *streams_mod, *table, *miss, *run;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &recipe_t, &recipes_mod, &streams_mod, &table, &miss, &run))
         return NULL;
     RecipeT = (PyTypeObject *)recipe_t;
     Py_INCREF(recipe_t);
@@ -133,8 +135,10 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
     streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
     RECIPES = table; Py_INCREF(table);
     MISS = miss; Py_INCREF(miss);
-    FIRST = first; Py_INCREF(first);
+    RUN = run; Py_INCREF(run);
     if (LIMIT_NAME == NULL && (LIMIT_NAME = PyUnicode_InternFromString("LIMIT")) == NULL)
+        return NULL;
+    if (TRIES_NAME == NULL && (TRIES_NAME = PyUnicode_InternFromString("_MAX_TRIES")) == NULL)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -575,12 +579,12 @@ static PyObject *value_of(PyObject *m, PyObject *func, int multi) {
     return PyObject_CallMethodOneArg(m, s__value, func);
 }
 
-/* recipes._read_shared_now(out): memory shared with foreign code is read at the call */
+/* runtime.read_shared_now(out): memory shared with foreign code is read at the call */
 static int read_shared_now(PyObject *out) {
-    PyObject *f = PyDict_GetItemWithError(recipes_dict, s__read_shared_now);
+    PyObject *f = PyDict_GetItemWithError(runtime_dict, s_read_shared_now);
     if (f == NULL) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "recipes._read_shared_now is missing");
+            PyErr_SetString(PyExc_RuntimeError, "runtime.read_shared_now is missing");
         return -1;
     }
     PyObject *r = PyObject_CallOneArg(f, out);
@@ -590,8 +594,8 @@ static int read_shared_now(PyObject *out) {
     return 0;
 }
 
-/* recipes.call's replay in one C call: the recipe's result, or MISS where the Python path
- * decides (no recipe yet, recipes off or checked). */
+/* recipes.call's replay in one C call: the recipe's result; RUN where the function just
+ * runs; MISS where the Python path decides (a capture, recipes off or checked). */
 static PyObject *call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL && RecipeT != NULL);
     if (nargs != 3 || !PyTuple_Check(args[1])) {
@@ -613,9 +617,9 @@ static PyObject *call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *sig = signature(mod, sigargs, 2);
     if (sig == NULL)
         return NULL;
-    if (sig == Py_None) {
+    if (sig == Py_None) {                    /* arguments recipes do not cover */
         Py_DECREF(sig);
-        goto miss;
+        goto run;
     }
     PyObject *key = PyTuple_Pack(2, fn, sig);
     Py_DECREF(sig);
@@ -649,12 +653,24 @@ static PyObject *call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
         Py_DECREF(key);
         if (r < 0)
             return NULL;
-        Py_INCREF(FIRST);
-        return FIRST;
+        goto run;
     }
     Py_DECREF(key);
-    if (Py_TYPE(recipe) != RecipeT)
+    if (Py_TYPE(recipe) != RecipeT) {
+        /* a count of failed captures: given up on at recipes._MAX_TRIES, else capture again */
+        PyObject *tries = PyDict_GetItemWithError(recipes_dict, TRIES_NAME);
+        if (tries == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "recipes._MAX_TRIES is missing");
+            return NULL;
+        }
+        int over = PyObject_RichCompareBool(recipe, tries, Py_GE);
+        if (over < 0)
+            return NULL;
+        if (over)
+            goto run;
         goto miss;
+    }
     Py_INCREF(recipe);
     PyObject *values = pos, *made = NULL, *outs = NULL, *result = NULL;
     Py_INCREF(values);
@@ -766,6 +782,9 @@ done:
 miss:
     Py_INCREF(MISS);
     return MISS;
+run:
+    Py_INCREF(RUN);
+    return RUN;
 }
 
 /* ------------------------------------------------------------------ module */
@@ -774,8 +793,8 @@ static PyMethodDef methods[] = {
     {"signature", (PyCFunction)(void (*)(void))signature, METH_FASTCALL, "recipes.signature(args, kw) in C"},
     {"node", (PyCFunction)(void (*)(void))node, METH_FASTCALL, "a new ir.Node, as Node.__init__ makes it"},
     {"lazy", (PyCFunction)(void (*)(void))lazy, METH_FASTCALL, "GpuMat._lazy(node) in C"},
-    {"bind_recipes", bind_recipes, METH_VARARGS, "bind_recipes(Recipe, recipes, streams, table, MISS)"},
-    {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or MISS"},
+    {"bind_recipes", bind_recipes, METH_VARARGS, "bind_recipes(Recipe, recipes, streams, table, MISS, RUN)"},
+    {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -794,7 +813,7 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s_MULTI_DEVICE, "MULTI_DEVICE"); INTERN(s_AUTO_FLUSH_OPS, "AUTO_FLUSH_OPS"); INTERN(s_flush, "flush");
     INTERN(s_LIMIT, "LIMIT"); INTERN(s_ENABLED, "ENABLED"); INTERN(s_CHECK, "CHECK");
     INTERN(s_RECORD_ON, "RECORD_ON"); INTERN(s_any_shared, "any_shared"); INTERN(s__value, "_value");
-    INTERN(s__read_shared_now, "_read_shared_now");
+    INTERN(s_read_shared_now, "read_shared_now");
     if (INT0 == NULL || ZERO == NULL || NEG_ZERO == NULL)
         return NULL;
     return m;

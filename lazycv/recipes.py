@@ -16,7 +16,7 @@ The signature holds each argument's type; for a GpuMat its size, depth, channels
 earlier argument it is (aliasing); for anything else the value itself — numbers, strings, None
 and tuples of them only. Arrays, lists, streams and other objects make a
 call take the full path every time. A replay reads memory shared with foreign code at the call,
-as the full path does (ops.common.result).
+as the full path does (runtime.read_shared_now).
 The settings a function may read (backend, fuse, resize mapping) clear the recipes when they
 change (:func:`forget`).
 
@@ -82,7 +82,7 @@ def bind(GpuMat):
     _GPUMAT = GpuMat
     if _hotpath is not None:
         _hotpath.bind(Node, ir.Source, GpuMat, ir.Recording, ir, runtime, _PLAIN)
-        _hotpath.bind_recipes(Recipe, sys.modules[__name__], streams, _RECIPES, _MISS, _FIRST)
+        _hotpath.bind_recipes(Recipe, sys.modules[__name__], streams, _RECIPES, _MISS, _RUN)
         _signature, _node, _lazy, HOT = _hotpath.signature, _hotpath.node, _hotpath.lazy, True
     else:
         _signature, _node, _lazy = lambda args, kw: signature(args, kw, GpuMat), Node, _py_lazy
@@ -94,7 +94,8 @@ def _py_lazy(cls, nd):
 
 _signature = _node = _lazy = None
 _MISS = object()        # _hotpath.call's answer where the Python path decides
-_FIRST = object()       # its answer for a signature it saw the first time (and noted)
+_RUN = object()         # its answer where the function just runs: arguments recipes do not
+                        # cover, a signature seen the first time (noted), or one given up on
 
 
 def signature(args, kw, GpuMat):
@@ -148,7 +149,7 @@ def call(fn, args, kw, GpuMat):
     """``fn(*args, **kw)`` through its recipe when one fits (the caller holds the runtime lock)."""
     if HOT:
         out = _hotpath.call(fn, args, kw)      # the replay in C, when the recipe exists
-        if out is _FIRST:                      # (a signature seen the first time, noted)
+        if out is _RUN:                        # (nothing to capture or replay: see _hotpath.call)
             return fn(*args, **kw)
         if out is not _MISS:
             return out
@@ -214,7 +215,7 @@ def replay(recipe, args, GpuMat):
         out = _lazy(GpuMat, made[recipe.results])
         out._stream = on
         if STATE.any_shared:
-            _read_shared_now(out)
+            runtime.read_shared_now(out)
         return out
     outs = []
     for i in recipe.results:
@@ -222,17 +223,11 @@ def replay(recipe, args, GpuMat):
             o = _lazy(GpuMat, made[i])
             o._stream = on
             if STATE.any_shared:
-                _read_shared_now(o)
+                runtime.read_shared_now(o)
             outs.append(o)
         else:
             outs.append(i[0])               # a plain value the call returned (threshold's)
     return outs if recipe.many is list else recipe.many(outs)
-
-
-def _read_shared_now(out):
-    """As ops.common.result: memory shared with foreign code is read at the call."""
-    if out._node is not None and runtime.reads_shared_memory(out._node):
-        runtime.flush([out])
 
 
 def _state(m):

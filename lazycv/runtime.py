@@ -192,6 +192,14 @@ def reads_shared_memory(node):
     return bool(STATE.shared_bufs) and any(is_shared(i) for i in node.inputs)
 
 
+def read_shared_now(mat):
+    """A new result that reads memory shared with foreign code is computed at the call, as
+    eager OpenCV would: the foreign owner may overwrite it before the lazy result is needed.
+    (Callers test ``STATE.any_shared`` first: this runs for every recorded call.)"""
+    if mat._node is not None and reads_shared_memory(mat._node):
+        flush([mat])
+
+
 # ---------------------------------------------------------------- observers
 
 OBSERVERS = []

@@ -21,7 +21,7 @@ hot = pytest.importorskip("lazycv._hotpath", reason="the C extension was not bui
 def bound():
     """The extension bound to lazycv's classes, also when LAZYCV_HOTPATH=0 leaves it unused."""
     hot.bind(ir.Node, ir.Source, GpuMat, ir.Recording, ir, runtime, recipes._PLAIN)
-    hot.bind_recipes(recipes.Recipe, recipes, streams, recipes._RECIPES, recipes._MISS, recipes._FIRST)
+    hot.bind_recipes(recipes.Recipe, recipes, streams, recipes._RECIPES, recipes._MISS, recipes._RUN)
     yield
 
 
@@ -175,7 +175,7 @@ def test_call_equals_the_python_replay(name):
     assert isinstance(recipe, recipes.Recipe)
     got = hot.call(fn, args, dict(kw))
     want = recipes.replay(recipe, args + tuple(kw.values()), GpuMat)
-    assert got is not recipes._MISS and got is not recipes._FIRST
+    assert got is not recipes._MISS and got is not recipes._RUN
     assert _structure(got) == _structure(want)
     ref = want if isinstance(want, (list, tuple)) else [want]
     for g, w in zip(got if isinstance(got, (list, tuple)) else [got], ref):
@@ -189,11 +189,12 @@ def test_call_leaves_checks_and_new_signatures_to_python_and_reads_shared_memory
     recipes.forget()
     a = upload(np.zeros((3, 4), np.uint8))
     fn = cv2.cuda.add.__wrapped__
-    assert hot.call(fn, (a, 7), {}) is recipes._FIRST            # seen the first time: noted
+    assert hot.call(fn, (a, 7), {}) is recipes._RUN            # seen the first time: noted
     assert recipes._RECIPES[(fn, hot.signature((a, 7), {}))] == 0
     assert hot.call(fn, (a, 7), {}) is recipes._MISS             # seen, not captured yet
     recipes.call(fn, (a, 7), {}, GpuMat)                         # captured
-    assert hot.call(fn, (a, 7), {}) not in (recipes._MISS, recipes._FIRST)
+    assert hot.call(fn, (a, np.int64(7)), {}) is recipes._RUN    # an argument recipes do not cover
+    assert hot.call(fn, (a, 7), {}) not in (recipes._MISS, recipes._RUN)
     monkeypatch.setattr(recipes, "CHECK", True)
     assert hot.call(fn, (a, 7), {}) is recipes._MISS
     monkeypatch.setattr(recipes, "CHECK", False)

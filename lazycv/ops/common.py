@@ -243,10 +243,8 @@ def result(func, nd, dst=None, stream=None):
         out = dst._assign_result(nd)
     # the stream its launch goes on (lazycv/streams.py); a call naming none takes on_stream's
     out._stream = stream if stream is not None else streams.RECORD_ON
-    # Memory shared with foreign code is read at the call, as eager OpenCV would: the foreign
-    # owner may overwrite it before the lazy result is needed.
-    if STATE.any_shared and out._node is not None and runtime.reads_shared_memory(out._node):
-        runtime.flush([out])
+    if STATE.any_shared:
+        runtime.read_shared_now(out)
     return out
 
 
