@@ -85,10 +85,14 @@ class Graph:
         """The GpuMats a replay for inputs like these copies them into (None before the first
         call of their key). Writing the next input into its slot (an upload) and passing the
         slot itself saves the replay that copy (StreamedLoop(graph=True) does)."""
+        tape = self.tape_for(*inputs)
+        return None if tape is None else list(tape.slots)
+
+    def tape_for(self, *inputs):
+        """The Tape a call with inputs like these replays (None before the first such call)."""
         with STATE.lock:
             key = tuple(_input_key(i, v) for i, v in enumerate(inputs))
-            tape = self.tapes.get(key + _ring_positions(self.tapes, key))
-            return None if tape is None else list(tape.slots)
+            return self.tapes.get(key + _ring_positions(self.tapes, key))
 
     def _capture(self, key, inputs, who=None):
         runtime.flush()                      # earlier work stays out of the tape
@@ -242,6 +246,14 @@ class Tape:
         try:
             for slot, v in zip(self.slots, inputs):
                 _fill(slot, v, who)
+        finally:
+            streams.CURRENT = None
+        self.launch(who)
+        return self.results()
+
+    def launch(self, who=None):
+        """Run the tape again over what its slots hold now, on stream ``who``."""
+        try:
             for alloc, *_ in self.outputs:
                 runtime.before_write(alloc)       # lazy readers of the last results run first
             streams.CURRENT = who
@@ -251,6 +263,9 @@ class Tape:
         STATE.stats["kernels_launched"] += self.launches
         for d, n in zip(self.delays, self.pushes):
             d.count += n
+
+    def results(self):
+        """The outputs as GpuMats over the tape's output memory (what the last launch wrote)."""
         outs = []
         for alloc, y0, x0, rows, cols, depth, cn in self.outputs:
             m = GpuMat._over(alloc, rows, cols, depth, cn)
@@ -276,8 +291,8 @@ class Tape:
         """One CUDA Graph launch on stream ``who``, ordered like a launch touching every buffer
         of the tape (unless the caller orders its streams itself: streams.caller_orders)."""
         from .backends import cuda_graphs
-        bufs = [a for e in self.entries for a in e[2][6 if e[1].__name__ == "launch_batched" else 3]]
         if streams.ACTIVE and not streams.CALLER_ORDERS:
+            bufs = [a for e in self.entries for a in e[2][6 if e[1].__name__ == "launch_batched" else 3]]
             handle = streams.enter(who, bufs, "graph")
             cuda_graphs.launch(self.native, handle)
             streams.leave(who, bufs)

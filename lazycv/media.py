@@ -16,7 +16,7 @@ from collections import deque
 
 import numpy as np
 
-from . import runtime, streams
+from . import ir, runtime, streams
 from ._types import DEPTH_DTYPE, make_type, split_type
 from .errors import StsBadArg, StsUnmatchedFormats, cv_error
 from .facade.gpumat import GpuMat
@@ -31,7 +31,7 @@ PUSH_LOG = None          # a list while a graph is captured: the DelayBuffers pu
 class _Slot:
     """One frame in flight: its host and device buffers and the events between the stages."""
     __slots__ = ("index", "pinned_in", "device_in", "pinned_out", "uploaded", "computed", "downloaded",
-                 "single", "results", "graph", "in_key", "out_keys")
+                 "single", "results", "graph", "in_key", "out_keys", "lane", "in_lane")
 
     def __init__(self):
         self.index = None
@@ -45,6 +45,8 @@ class _Slot:
         self.graph = None         # fn captured for this slot (graph=True): its outputs are the slot's
         self.in_key = None        # (shape, dtype) of the frames device_in holds
         self.out_keys = None      # (rows, cols, depth, cn) of each pinned_out buffer
+        self.lane = None          # graph=True's steady state (_Lane), once the slot has one
+        self.in_lane = False      # the slot's frame in flight went through its lane
 
 
 class StreamedLoop:
@@ -65,7 +67,9 @@ class StreamedLoop:
     changes between frames, no upload or download inside — lazycv.capture's rule), so each
     slot captures it once (lazycv.capture) and replays it for later frames: no recording or
     planning per frame, one CUDA Graph launch on CUDA. The host then keeps up with the copy
-    engines (bench/w5.py)."""
+    engines (bench/w5.py). From a slot's second frame of one size on, its frames go through
+    the slot's *lane*: the copies, events and graph launch issued straight to the backend,
+    none of the facade's per-call checks (``lane_frames`` counts those frames)."""
 
     def __init__(self, frames, fn, depth=3, copy=False, graph=False):
         if not callable(fn):
@@ -75,6 +79,7 @@ class StreamedLoop:
         self.frames, self.fn, self.depth, self.copy = frames, fn, int(depth), bool(copy)
         self.graph = bool(graph)
         self.upload_stream = self.compute_stream = self.download_stream = None
+        self.lane_frames = 0
 
     def __iter__(self):
         self.upload_stream, self.compute_stream, self.download_stream = Stream(), Stream(), Stream()
@@ -116,6 +121,11 @@ class StreamedLoop:
                                            "or a cv2.cuda.HostMem", StsBadArg)
         slot.index = i
         hdr = host.createMatHeader()
+        lane = slot.lane
+        if lane is not None and lane.in_key == (hdr.shape, hdr.dtype) and lane.run(hdr):
+            slot.in_lane = True
+            self.lane_frames += 1
+            return
         new_size = slot.in_key != (hdr.shape, hdr.dtype)
         if new_size:
             # new device memory for the slot: it may be a pooled buffer the compute stream
@@ -123,6 +133,7 @@ class StreamedLoop:
             compute.waitForCompletion()
             slot.in_key = (hdr.shape, hdr.dtype)
             slot.device_in = GpuMat()         # (not a graph's input slot of the old shape)
+            slot.lane = None
         slot.device_in.upload(host, up)
         slot.uploaded.record(up)
         compute.waitEvent(slot.uploaded)
@@ -161,17 +172,105 @@ class StreamedLoop:
             m.download(host_out.createMatHeader(), down)
         slot.downloaded.record(down)
         slot.results = outs
+        if self.graph and not new_size and slot.lane is None:
+            slot.lane = _Lane.of(self, slot)
 
     def _deliver(self, slot):
-        slot.downloaded.waitForCompletion()
-        # only now may the results' device memory go back to the pool: a later frame's kernel
-        # writing it earlier would have to wait for this download (streams.py orders reuse)
-        slot.results = ()
-        outs = [h.createMatHeader() for h in slot.pinned_out]
+        if slot.in_lane:
+            slot.in_lane = False
+            outs = slot.lane.finish()
+        else:
+            slot.downloaded.waitForCompletion()
+            # only now may the results' device memory go back to the pool: a later frame's
+            # kernel writing it earlier would have to wait for this download (streams.py)
+            slot.results = ()
+            outs = [h.createMatHeader() for h in slot.pinned_out]
         if self.copy:
             outs = [o.copy() for o in outs]
         i, slot.index = slot.index, None
         return i, outs[0] if slot.single else tuple(outs)
+
+
+class _Lane:
+    """A graph slot's frame in its steady state, issued straight to the backend's lane
+    (backends/lanes.py): the copy into the graph's input, the events between the stages, the
+    graph's launch and the copies out into the slot's page-locked outputs — no facade call, no
+    GpuMat made. Everything it addresses is fixed while the slot's frame size stays the same:
+    the graph's input and output buffers (kept alive by its tape) and the slot's page-locked
+    outputs. Whatever does not fit (a delay buffer in the graph, a region of a bigger buffer,
+    lazy work still reading the input, checks or tracing on) keeps the general path."""
+    __slots__ = ("ops", "tape", "in_alloc", "in_buf", "in_addr", "in_bytes", "in_key", "copies_out",
+                 "host_outs", "nbytes_out", "up", "compute", "down", "compute_stream", "uploaded",
+                 "computed", "downloaded")
+
+    @classmethod
+    def of(cls, loop, slot):
+        """The slot's lane, or None when its frames cannot take one."""
+        be = STATE.backend
+        ops = be.lane()
+        tape = slot.graph.tape_for(slot.device_in)
+        if ops is None or tape is None or tape.delays or len(tape.slots) != 1 or \
+                tape.slots[0] is not slot.device_in or len(tape.outputs) != len(slot.pinned_out):
+            return None
+        lane = cls()
+        lane.ops, lane.tape = ops, tape
+        m = slot.device_in
+        lane.in_key = slot.in_key
+        lane.in_alloc, lane.in_buf = m._alloc, m._alloc.buf
+        lane.in_addr, lane.in_bytes = _dense_region(be, m._alloc.buf, m._y0, m._x0, m._rows, m._cols, m._cn)
+        if lane.in_addr is None:
+            return None
+        lane.copies_out, lane.host_outs = [], []
+        for (alloc, y0, x0, rows, cols, depth, cn), host in zip(tape.outputs, slot.pinned_out):
+            addr, nbytes = _dense_region(be, alloc.buf, y0, x0, rows, cols, cn)
+            arr = host.createMatHeader()
+            if addr is None or nbytes != arr.nbytes or not arr.flags.c_contiguous:
+                return None
+            lane.copies_out.append((arr.__array_interface__["data"][0], addr, nbytes))
+            lane.host_outs.append(arr)
+        lane.nbytes_out = sum(n for _, _, n in lane.copies_out)
+        lane.up, lane.compute, lane.down = (ops.stream(s._handle()) for s in (
+            loop.upload_stream, loop.compute_stream, loop.download_stream))
+        lane.compute_stream = loop.compute_stream
+        lane.uploaded, lane.computed, lane.downloaded = ops.event(), ops.event(), ops.event()
+        return lane
+
+    def run(self, host):
+        """Issue one frame (``host``: its page-locked array); False (nothing done) when this
+        frame needs the general path."""
+        a = self.in_alloc
+        if runtime.OBSERVERS or streams.TRACE is not None or a.buf is not self.in_buf or a.writers or \
+                ir.has_readers(a.buf) or host.nbytes != self.in_bytes or not host.flags.c_contiguous:
+            return False
+        ops, up, down = self.ops, self.up, self.down
+        stats = STATE.stats
+        with STATE.lock:
+            ops.copy_in(self.in_addr, host.__array_interface__["data"][0], self.in_bytes, up)
+            stats["bytes_h2d"] += self.in_bytes
+            ops.record(self.uploaded, up)
+            ops.wait(self.compute, self.uploaded)
+            self.tape.launch(self.compute_stream)
+            ops.record(self.computed, self.compute)
+            ops.wait(down, self.computed)
+            for dst, src, nbytes in self.copies_out:
+                ops.copy_out(dst, src, nbytes, down)
+            stats["bytes_d2h"] += self.nbytes_out
+            ops.record(self.downloaded, down)
+        return True
+
+    def finish(self):
+        """The host waits for the frame's copies out; its outputs."""
+        self.ops.synchronize(self.downloaded)
+        return list(self.host_outs)
+
+
+def _dense_region(be, buf, y0, x0, rows, cols, cn):
+    """(address, bytes) of a region that is whole dense rows of ``buf``; (None, 0) otherwise."""
+    item = buf.dtype.itemsize
+    row = buf.shape[1] * item
+    if x0 or cols * cn != buf.shape[1] or buf.strides[0] != row or (len(buf.strides) > 1 and buf.strides[1] != item):
+        return None, 0
+    return be.pointer(buf) + y0 * row, rows * row
 
 
 class DelayBuffer:

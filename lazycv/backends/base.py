@@ -57,6 +57,12 @@ class Backend:
     def elapsed_ms(self, start, end):
         return (end.time - start.time) * 1000.0
 
+    def lane(self):
+        """Copies and events by address for a loop that orders its own streams
+        (backends/lanes.py); None where this backend has none."""
+        from .lanes import HostLane
+        return HostLane()
+
     def constant_tables(self, ti, tf):
         """Per-item tables that many launches read, as ``launch_batched(tables=)`` takes them."""
         return ti, tf
