@@ -172,7 +172,7 @@ class StreamedLoop:
             m.download(host_out.createMatHeader(), down)
         slot.downloaded.record(down)
         slot.results = outs
-        if self.graph and not new_size and slot.lane is None:
+        if self.graph and slot.lane is None:
             slot.lane = _Lane.of(self, slot)
 
     def _deliver(self, slot):

@@ -148,8 +148,9 @@ def test_streamed_loop_with_graphs_uploads_into_the_graphs_input_and_follows_a_n
 @pytest.mark.parametrize("hostmem", [False, True])
 def test_streamed_loop_lanes_equal_the_serial_loop_across_size_changes(rng, hostmem):
     """graph=True: from a slot's second frame of one size on, frames go through the slot's lane
-    (copies, events and the graph launch issued straight to the backend); a new size takes the
-    general path until the slot has a lane for it. Every frame equals the serial loop."""
+    (copies, events and the graph launch issued straight to the backend); a frame of a new size
+    takes the general path, and makes the slot's lane for that size. Every frame equals the
+    serial loop."""
     sizes = [(6, 7)] * 6 + [(8, 5)] * 6 + [(6, 7)] * 6
     frames = [rand_image(rng, h, w, 3, np.uint8) for h, w in sizes]
     want = serial(frames, chain)
@@ -161,9 +162,9 @@ def test_streamed_loop_lanes_equal_the_serial_loop_across_size_changes(rng, host
     for (i, planes), ref in zip(got, want):
         for p, q in zip(planes, ref):
             np.testing.assert_array_equal(p, q, err_msg=f"frame {i}")
-    # per run of one size, each of the two slots: a capture or a refill, a general replay
-    # (which makes the lane), then its lane
-    assert loop.lane_frames == 3 * 2 * 1
+    # per run of one size, each of the two slots: a capture or a refill (which makes the
+    # slot's lane for that size), then its lane for the run's other two frames
+    assert loop.lane_frames == 3 * 2 * 2
     st = lazycv.stats()
     assert st["bytes_h2d"] == sum(f.nbytes for f in frames)
     assert st["bytes_d2h"] == sum(p.nbytes for _, planes in got for p in planes)
