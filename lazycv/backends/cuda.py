@@ -145,6 +145,22 @@ class CudaBackend(Backend):
                                   # a slab item's storage is its slab's (pin one: pin the slab)
                                   None if simulator else _slab_or_self)
 
+    def pinned(self, shape, dtype):
+        """Page-locked host memory (``HostMem``), recycled: ``cuMemHostAlloc`` costs about a
+        millisecond a megabyte, and a loop that makes page-locked buffers each time it starts
+        (StreamedLoop: depth x outputs of them) paid that before its first frame. A buffer
+        returns to the pool once every view of it is garbage (memory.host_view), as the
+        device pool's do; at most ``LAZYCV_PINNED_POOL_MB`` (default: an eighth of the free
+        host memory, at most 512 MB) stay idle, none longer than the pool's idle time."""
+        pool = self.__dict__.get("_pinned_pool")
+        if pool is None:
+            from ..memory import host_free_bytes, host_view
+            cuda = self.cuda
+            pool = self._pinned_pool = BufferPool(lambda shp, dt: cuda.pinned_array(shp, dt), host_view,
+                                                  pool_cap("LAZYCV_PINNED_POOL_MB", 512, host_free_bytes),
+                                                  lifetime_of=lambda view: view.base)
+        return pool.alloc(tuple(shape), np.dtype(dtype))
+
     def _slab_items(self, storage, n, slab):
         """The 2-D item views of a 3-D slab, built without numba's constructor: DeviceNDArray
         indexing costs ~70 µs a call and even a plain constructor tens of µs, which a batch of

@@ -18,7 +18,7 @@ _registered = {}
 
 def _pinned(shape, dtype):
     if STATE.backend_name == "cuda":
-        return runtime.backend().cuda.pinned_array(shape, dtype)
+        return runtime.backend().pinned(shape, dtype)      # (recycled page-locked memory)
     return np.empty(shape, dtype)
 
 
