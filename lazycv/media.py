@@ -69,7 +69,11 @@ class StreamedLoop:
     planning per frame, one CUDA Graph launch on CUDA. The host then keeps up with the copy
     engines (bench/w5.py). From a slot's second frame of one size on, its frames go through
     the slot's *lane*: the copies, events and graph launch issued straight to the backend,
-    none of the facade's per-call checks (``lane_frames`` counts those frames)."""
+    none of the facade's per-call checks (``lane_frames`` counts those frames).
+
+    Iterating the loop again (after ``loop.frames = more_frames``, say the next clip) reuses
+    its streams and slots — their graphs, lanes and page-locked buffers — so only the first
+    pass pays for capturing and allocating; a new loop starts from nothing."""
 
     def __init__(self, frames, fn, depth=3, copy=False, graph=False):
         if not callable(fn):
@@ -80,31 +84,53 @@ class StreamedLoop:
         self.graph = bool(graph)
         self.upload_stream = self.compute_stream = self.download_stream = None
         self.lane_frames = 0
+        self._slots = self._backend = None
+        self._busy = False
 
     def __iter__(self):
-        self.upload_stream, self.compute_stream, self.download_stream = Stream(), Stream(), Stream()
-        slots = [_Slot() for _ in range(self.depth)]
-        in_flight = deque()
-        # the loop orders its stages by its own events, and the host waits for a slot's
-        # download before it reuses the slot's memory: no per-buffer events are needed once
-        # nothing launched before the loop still runs
         with STATE.lock:
             runtime.flush()
             be = runtime.backend()
+            # a loop iterated again (``loop.frames = next_clip``) keeps its streams and slots:
+            # its graphs, lanes and page-locked buffers; not while another pass over it runs
+            mine = not self._busy
+            kept = self._slots if mine and self._backend is be else None
+            if kept is None:
+                kept = (Stream(), Stream(), Stream()), [_Slot() for _ in range(self.depth)]
+                if mine:
+                    self._slots, self._backend = kept, be
+            if mine:
+                self.upload_stream, self.compute_stream, self.download_stream = kept[0]
+            # the loop orders its stages by its own events, and the host waits for a slot's
+            # download before it reuses the slot's memory: no per-buffer events are needed
+            # once nothing launched before the loop still runs
             be.synchronize()
             streams.forget_uses()
+        trio, slots = kept
+        for slot in slots:                          # (a pass left early: its frames are done)
+            slot.index, slot.in_lane, slot.results = None, False, ()
+        if mine:
+            self._busy = True
+        try:
+            yield from self._run(trio, slots)
+        finally:
+            if mine:
+                self._busy = False
+
+    def _run(self, trio, slots):
+        in_flight = deque()
         for i, frame in enumerate(self.frames):
             slot = slots[i % self.depth]
             if slot.index is not None:              # its frame i - depth goes out first
                 yield self._deliver(in_flight.popleft())
             with streams.caller_orders():
-                self._submit(slot, i, frame)
+                self._submit(trio, slot, i, frame)
             in_flight.append(slot)
         while in_flight:
             yield self._deliver(in_flight.popleft())
 
-    def _submit(self, slot, i, frame):
-        up, compute, down = self.upload_stream, self.compute_stream, self.download_stream
+    def _submit(self, trio, slot, i, frame):
+        up, compute, down = trio
         if isinstance(frame, HostMem):
             host = frame
         elif isinstance(frame, np.ndarray):
@@ -173,7 +199,7 @@ class StreamedLoop:
         slot.downloaded.record(down)
         slot.results = outs
         if self.graph and slot.lane is None:
-            slot.lane = _Lane.of(self, slot)
+            slot.lane = _Lane.of(trio, slot)
 
     def _deliver(self, slot):
         if slot.in_lane:
@@ -204,7 +230,7 @@ class _Lane:
                  "computed", "downloaded")
 
     @classmethod
-    def of(cls, loop, slot):
+    def of(cls, trio, slot):
         """The slot's lane, or None when its frames cannot take one."""
         be = STATE.backend
         ops = be.lane()
@@ -229,9 +255,8 @@ class _Lane:
             lane.copies_out.append((arr.__array_interface__["data"][0], addr, nbytes))
             lane.host_outs.append(arr)
         lane.nbytes_out = sum(n for _, _, n in lane.copies_out)
-        lane.up, lane.compute, lane.down = (ops.stream(s._handle()) for s in (
-            loop.upload_stream, loop.compute_stream, loop.download_stream))
-        lane.compute_stream = loop.compute_stream
+        lane.up, lane.compute, lane.down = (ops.stream(s._handle()) for s in trio)
+        lane.compute_stream = trio[1]
         lane.uploaded, lane.computed, lane.downloaded = ops.event(), ops.event(), ops.event()
         return lane
 

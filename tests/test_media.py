@@ -170,6 +170,47 @@ def test_streamed_loop_lanes_equal_the_serial_loop_across_size_changes(rng, host
     assert st["bytes_d2h"] == sum(p.nbytes for _, planes in got for p in planes)
 
 
+@pytest.mark.sim
+def test_a_streamed_loop_iterated_again_reuses_its_graphs_and_lanes(rng):
+    """``loop.frames = next_clip`` and iterate again: the slots keep their graphs, lanes and
+    buffers (nothing captured again, every frame through a lane), also after a pass left early;
+    a pass over the loop while another runs gets slots of its own. Each frame equals the
+    serial loop."""
+    clips = [[rand_image(rng, 6, 7, 3, np.uint8) for _ in range(5)] for _ in range(3)]
+    loop = lazycv.StreamedLoop(clips[0], chain, depth=2, graph=True)
+    first = [(i, [p.copy() for p in planes]) for i, planes in loop]
+    graphs = [slot.graph for slot in loop._slots[1]]
+    for pass_frames in (clips[1], clips[2][:3]):
+        loop.frames = clips[1]
+        for i, planes in loop:               # a pass left early
+            if i == 2:
+                break
+        loop.frames = pass_frames
+        before = loop.lane_frames
+        got = [(i, [p.copy() for p in planes]) for i, planes in loop]
+        assert loop.lane_frames - before == len(pass_frames), "a frame of a repeated pass missed its lane"
+        for (i, planes), ref in zip(got, serial(pass_frames, chain)):
+            for p, q in zip(planes, ref):
+                np.testing.assert_array_equal(p, q, err_msg=f"frame {i}")
+    assert [slot.graph for slot in loop._slots[1]] == graphs
+    assert all(g.captures == 1 for g in graphs)
+    for (i, planes), ref in zip(first, serial(clips[0], chain)):
+        for p, q in zip(planes, ref):
+            np.testing.assert_array_equal(p, q)
+    # a pass inside a pass: its own slots, both right
+    loop.frames = clips[0]
+    outer, inner = [], []
+    for i, planes in loop:
+        outer.append([p.copy() for p in planes])
+        if i == 1:
+            inner = [[p.copy() for p in planes] for _, planes in loop]
+    for got_frames in (outer, inner):
+        assert len(got_frames) == len(clips[0])
+        for planes, ref in zip(got_frames, serial(clips[0], chain)):
+            for p, q in zip(planes, ref):
+                np.testing.assert_array_equal(p, q)
+
+
 def test_streamed_loop_with_graphs_replays_on_the_compute_stream(rng):
     frames = [cv2.cuda_HostMem(rand_image(rng, 9, 11, 3, np.uint8)) for _ in range(5)]
     loop = lazycv.StreamedLoop(frames, lambda g: cv2.cuda.add(g, (1, 2, 3)), depth=2, graph=True)
