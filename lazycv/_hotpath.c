@@ -57,6 +57,38 @@ static inline void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
     Py_XDECREF(old);
 }
 
+/* ------------------------------------------------------------------ the cyclic GC
+ * A recorded call makes a Node, its inputs tuple, a weak reference to it, its recording
+ * token and a lazy GpuMat with a weak reference in the pending list. Tracked by the cyclic GC,
+ * each such object counts toward the next collection, and those still pending when one runs
+ * move to older generations, whose growth triggers collections of the whole process's heap
+ * (bench/host_scaling.py: recording thousands of frames before a flush cost twice as much
+ * per frame as hundreds). None of them but the GpuMat can be part of a reference cycle: a
+ * Node refers to its op (a registry object), its inputs (earlier Nodes and Sources, which
+ * refer only to memory) and, where the replay leaves it untracked, to static and dynamic
+ * values that are plain numbers, strings and tuples of them; tokens and the tuples of ints
+ * in them refer to the same; weak references without a callback refer to nothing. So the
+ * replay leaves them out of the GC's lists, as CPython does itself for tuples of atomic
+ * values; reference counting frees them as before. The GpuMat, which users hold and which
+ * pending writes refer back to, stays tracked. */
+static int atomic(PyObject *o, int depth) {
+    if (o == Py_None || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o) ||
+            PyBytes_CheckExact(o) || PyBool_Check(o))
+        return 1;
+    if (PyTuple_CheckExact(o) && depth < 4) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+            if (!atomic(PyTuple_GET_ITEM(o, i), depth + 1))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
+static inline void untrack(PyObject *o) {
+    if (PyObject_IS_GC(o) && PyObject_GC_IsTracked(o))
+        PyObject_GC_UnTrack(o);
+}
+
 /* set_slot taking the reference */
 static inline void put_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
     PyObject *old = SLOT(o, off);
@@ -304,6 +336,8 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *op = args[0], *inputs = args[1], *stat = args[2], *dyn = args[3];
     PyObject *rows = args[4], *cols = args[5], *depth = args[6], *cn = args[7];
     PyObject *self = NULL, *rec = NULL, *refs = NULL, *me = NULL, *gen = NULL, *token = NULL;
+    /* a node of plain values is left out of the cyclic GC (see untrack) */
+    int plain = atomic(stat, 0) && atomic(dyn, 0);
     PyObject *seq = PyIter_Next(RECORDED);
     if (seq == NULL)
         return NULL;
@@ -432,10 +466,13 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
         PyObject *rt = PyList_AsTuple(refs);
         if (rt == NULL)
             goto fail;
+        untrack(rt);                                       /* (ints) */
         token = PyTuple_Pack(8, op, stat, depth, cn, rows, cols, hobj, rt);
         Py_DECREF(rt);
         if (token == NULL || PyList_Append(tokens, token) < 0)
             goto fail;
+        if (plain)
+            untrack(token);
         PyObject *limit = PyObject_GetAttr(rec, s_LIMIT);
         if (limit == NULL)
             goto fail;
@@ -449,6 +486,12 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
                 goto fail;
             Py_DECREF(r);
         }
+    }
+    if (me != NULL)
+        untrack(me);
+    if (plain) {
+        untrack(inputs);
+        untrack(self);
     }
     Py_XDECREF(token);
     Py_XDECREF(me);
@@ -491,6 +534,7 @@ static PyObject *lazy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
         goto fail;
     PyObject *wr = PyWeakref_NewRef(m, NULL);
     if (wr == NULL) { Py_DECREF(pending); goto fail; }
+    untrack(wr);                                           /* (no callback: refers to nothing) */
     int r = PyList_Append(pending, wr);
     Py_DECREF(wr);
     Py_DECREF(pending);
@@ -572,6 +616,7 @@ static PyObject *value_of(PyObject *m, PyObject *func, int multi) {
             set_slot(fresh, S_x0, SLOT(m, G_x0)); set_slot(fresh, S_rows, SLOT(m, G_rows));
             set_slot(fresh, S_cols, SLOT(m, G_cols)); set_slot(fresh, S_depth, SLOT(m, G_depth));
             set_slot(fresh, S_cn, SLOT(m, G_cn)); set_slot(fresh, S_rgen, INT0);
+            untrack(fresh);                                /* (refers to memory and ints only) */
             set_slot(m, G_src, fresh);
             return fresh;
         }

@@ -141,6 +141,30 @@ def test_nodes_are_collected():
     assert ref() is None
 
 
+def test_replayed_calls_leave_their_acyclic_objects_out_of_the_cyclic_gc():
+    """What a replay makes that cannot be in a reference cycle — the node (of plain static and
+    dynamic values), its inputs tuple, its recording token and weak references — is left out
+    of the cyclic GC, whose full collections those objects would otherwise trigger (issue #22:
+    linear recording); the lazy GpuMat stays tracked, and so does a node holding an object."""
+    import gc
+    if not recipes.HOT:
+        pytest.skip("LAZYCV_HOTPATH=0: the replay runs in Python")
+    a = upload(np.zeros((4, 5, 3), np.uint8))
+    for _ in range(3):                        # noted, captured, replayed
+        m = cv2.cuda.add(a, (1, 2, 3))
+    n = m._node
+    rec = ir.recording()
+    token = rec.tokens[n.rpos]
+    assert not gc.is_tracked(n) and not gc.is_tracked(n.inputs)
+    assert not gc.is_tracked(token) and not gc.is_tracked(token[-1])
+    assert not gc.is_tracked(rec.objs[n.rpos])
+    assert not gc.is_tracked(runtime.THREAD.pending[-1]) and runtime.THREAD.pending[-1]() is m
+    assert gc.is_tracked(m)
+    held = hot.node(n.op, n.inputs, (object(),), n.dyn, 4, 5, 0, 3)
+    assert gc.is_tracked(held) and gc.is_tracked(rec.tokens[held.rpos])
+    np.testing.assert_array_equal(m.download(), np.broadcast_to(np.uint8([1, 2, 3]), (4, 5, 3)))
+
+
 def _structure(out):
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
     mats = [o for o in outs if isinstance(o, GpuMat)]
