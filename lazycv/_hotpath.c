@@ -28,10 +28,10 @@ static PyObject *RECORDED, *READERS, *PRUNE_READERS;
 static PyObject *PLAIN;                       /* frozenset of the plain types */
 static PyObject *ZERO, *NEG_ZERO;            /* ("0.0",), ("-0.0",): recipes._signed_zero */
 static PyObject *INT0;
-static PyTypeObject *RecipeT;
+static PyTypeObject *RecipeT, *AllocT;
 static PyObject *recipes_dict, *streams_dict, *RECIPES, *MISS, *RUN, *LIMIT_NAME, *TRIES_NAME;
 static Py_ssize_t P_nodes, P_results, P_many, P_func;
-static Py_ssize_t A_buf, A_writers, A_constant;
+static Py_ssize_t A_buf, A_writers, A_constant, A_exported, A_foreign, A_cols, A_device;
 static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s_read_shared_now;
 static PyObject *s_rec, *s_device, *s_pending, *s_since_flush, *s_first_seen, *s_close,
     *s_MULTI_DEVICE, *s_AUTO_FLUSH_OPS, *s_flush, *s_LIMIT;
@@ -163,6 +163,10 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
         return NULL;
     }
     OFF(A_buf, alloc_t, "buf"); OFF(A_writers, alloc_t, "writers"); OFF(A_constant, alloc_t, "constant");
+    OFF(A_exported, alloc_t, "exported"); OFF(A_foreign, alloc_t, "foreign"); OFF(A_cols, alloc_t, "cols");
+    OFF(A_device, alloc_t, "device");
+    AllocT = (PyTypeObject *)alloc_t;
+    Py_INCREF(alloc_t);
     recipes_dict = PyModule_GetDict(recipes_mod); Py_INCREF(recipes_dict);
     streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
     RECIPES = table; Py_INCREF(table);
@@ -832,6 +836,217 @@ run:
     return RUN;
 }
 
+/* ------------------------------------------------------------------ a flush's end */
+/* A new Allocation(buf), as ir.Allocation.__init__ makes it. New ref. */
+static PyObject *new_allocation(PyObject *buf, PyObject *device) {
+    PyObject *a = AllocT->tp_alloc(AllocT, 0);
+    if (a == NULL)
+        return NULL;
+    PyObject *writers = PyList_New(0);
+    if (writers == NULL) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    set_slot(a, A_buf, buf); set_slot(a, A_device, device); set_slot(a, A_cols, Py_None);
+    set_slot(a, A_exported, Py_False); put_slot(a, A_writers, writers); set_slot(a, A_foreign, Py_None);
+    set_slot(a, A_constant, Py_None);
+    return a;
+}
+
+/* program._FlushProgramBase._finish's loops: each computed node reads its buffer from now on
+ * (a Source over it), the nodes join ``computed``, and each sink (binds: (position in mats,
+ * output index)) holds its output's memory — through GpuMat._bind_result where that does more
+ * than set fields (views to move along, a fill to remember). */
+static PyObject *finish(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(NodeT != NULL && AllocT != NULL);
+    if (nargs != 5 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyList_Check(args[2]) ||
+            !PyList_Check(args[3]) || !PyList_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "finish(nodes, bufs, binds, mats, computed: lists)");
+        return NULL;
+    }
+    PyObject *nodes = args[0], *bufs = args[1], *binds = args[2], *mats = args[3], *computed = args[4];
+    Py_ssize_t n = PyList_GET_SIZE(nodes);
+    if (PyList_GET_SIZE(bufs) != n) {
+        PyErr_SetString(PyExc_ValueError, "finish: as many buffers as nodes");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *nd = PyList_GET_ITEM(nodes, i), *buf = PyList_GET_ITEM(bufs, i);
+        if (Py_TYPE(nd) != NodeT) {
+            PyErr_SetString(PyExc_TypeError, "finish: a node is not an ir.Node");
+            return NULL;
+        }
+        PyObject *src = SourceT->tp_alloc(SourceT, 0);
+        if (src == NULL)
+            return NULL;
+        set_slot(src, S_buf, buf); set_slot(src, S_y0, INT0); set_slot(src, S_x0, INT0);
+        set_slot(src, S_rows, SLOT(nd, N_rows)); set_slot(src, S_cols, SLOT(nd, N_cols));
+        set_slot(src, S_depth, SLOT(nd, N_depth)); set_slot(src, S_cn, SLOT(nd, N_cn));
+        set_slot(src, S_rgen, INT0);
+        untrack(src);                                      /* (refers to memory and ints only) */
+        put_slot(nd, N_result, src);
+    }
+    Py_ssize_t have = PyList_GET_SIZE(computed);
+    if (PyList_SetSlice(computed, have, have, nodes) < 0)
+        return NULL;
+    PyObject *device = PyObject_GetAttr(IR_THREAD, s_device);
+    if (device == NULL)
+        return NULL;
+    PyObject *allocs = PyDict_New();                       /* output index -> its Allocation */
+    if (allocs == NULL) {
+        Py_DECREF(device);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t nb = PyList_GET_SIZE(binds), nm = PyList_GET_SIZE(mats);
+    for (Py_ssize_t j = 0; j < nb; j++) {
+        PyObject *b = PyList_GET_ITEM(binds, j);
+        if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != 2) {
+            PyErr_SetString(PyExc_TypeError, "finish: a bind is not (position, output)");
+            goto done;
+        }
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(b, 0)), r = PyLong_AsSsize_t(PyTuple_GET_ITEM(b, 1));
+        if (PyErr_Occurred())
+            goto done;
+        if (at < 0 || at >= nm || r < 0 || r >= n) {
+            PyErr_SetString(PyExc_IndexError, "finish: a bind out of range");
+            goto done;
+        }
+        PyObject *a = PyDict_GetItemWithError(allocs, PyTuple_GET_ITEM(b, 1));   /* borrowed */
+        if (a == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            a = new_allocation(PyList_GET_ITEM(bufs, r), device);
+            if (a == NULL)
+                goto done;
+            int bad = PyDict_SetItem(allocs, PyTuple_GET_ITEM(b, 1), a);
+            Py_DECREF(a);                                  /* (allocs holds it) */
+            if (bad < 0)
+                goto done;
+        }
+        PyObject *m = PyList_GET_ITEM(mats, at);
+        PyObject *nd = Py_TYPE(m) == GpuMatT ? SLOT(m, G_node) : NULL;
+        PyObject *views = nd != NULL ? SLOT(m, G_views) : NULL;
+        int plain = nd != NULL && (views == NULL || views == Py_None ||
+                                   (PyList_Check(views) && PyList_GET_SIZE(views) == 0));
+        if (plain && nd != Py_None && Py_TYPE(nd) == NodeT) {
+            /* a fill remembers its value (GpuMat._bind_result): only through Python */
+            PyObject *name = PyObject_GetAttrString(SLOT(nd, N_op), "name");
+            if (name == NULL)
+                goto done;
+            int fill = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "fill") == 0;
+            Py_DECREF(name);
+            plain = !fill;
+        }
+        if (plain) {                                       /* GpuMat._bind_result, the fields */
+            set_slot(m, G_alloc, a); set_slot(m, G_y0, INT0); set_slot(m, G_x0, INT0);
+            set_slot(m, G_node, Py_None); set_slot(m, G_src, Py_None); set_slot(m, G_parent, Py_None);
+        } else {
+            PyObject *res = PyObject_CallMethod(m, "_bind_result", "OOO", a, INT0, INT0);
+            if (res == NULL)
+                goto done;
+            Py_DECREF(res);
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_DECREF(allocs);
+    Py_DECREF(device);
+    return result;
+}
+
+/* runtime._let_go_of_history's loop: each node a flush computed lets go of its inputs; one
+ * that a recording still open numbered closes it (ir.closed_by_flush); one that another node
+ * holds (a consumer reads its memory) is registered as a reader of its buffer (ir.READERS);
+ * then ``computed`` is emptied. */
+static PyObject *let_go(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(NodeT != NULL);
+    if (nargs != 1 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "let_go(computed: list)");
+        return NULL;
+    }
+    PyObject *computed = args[0];
+    PyObject *empty = PyTuple_New(0);
+    if (empty == NULL)
+        return NULL;
+    PyObject *opened = PyDict_GetItemString(ir_dict, "OPEN");     /* borrowed */
+    if (opened == NULL || !PyDict_Check(opened)) {
+        Py_DECREF(empty);
+        PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir.OPEN is missing");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(computed); i++) {
+        PyObject *nd = PyList_GET_ITEM(computed, i);
+        Py_INCREF(nd);                                     /* (ours while the inputs go) */
+        if (Py_TYPE(nd) != NodeT) {
+            Py_DECREF(nd);
+            Py_DECREF(empty);
+            PyErr_SetString(PyExc_TypeError, "let_go: a computed value is not an ir.Node");
+            return NULL;
+        }
+        set_slot(nd, N_inputs, empty);
+        PyObject *gen = SLOT(nd, N_rgen);
+        int numbered = gen != NULL ? PyObject_IsTrue(gen) : 0;
+        int open = numbered > 0 ? PyDict_Contains(opened, gen) : numbered;
+        if (open < 0) {
+            Py_DECREF(nd);
+            Py_DECREF(empty);
+            return NULL;
+        }
+        if (open) {
+            PyObject *fn = PyDict_GetItemString(ir_dict, "closed_by_flush");
+            PyObject *r = fn != NULL ? PyObject_CallOneArg(fn, nd) : NULL;
+            if (r == NULL) {
+                if (fn == NULL)
+                    PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir.closed_by_flush is missing");
+                Py_DECREF(nd);
+                Py_DECREF(empty);
+                return NULL;
+            }
+            Py_DECREF(r);
+        }
+        /* held by more than the list and this loop: another node took it as an input */
+        PyObject *res = SLOT(nd, N_result);
+        if (Py_REFCNT(nd) > 2 && res != NULL && Py_TYPE(res) == SourceT) {
+            PyObject *buf = SLOT(res, S_buf);
+            PyObject *key = PyLong_FromVoidPtr(buf);
+            PyObject *wr = key != NULL ? PyWeakref_NewRef(nd, NULL) : NULL;
+            int bad = wr == NULL;
+            if (!bad) {
+                untrack(wr);
+                PyObject *lst = PyDict_GetItemWithError(READERS, key);
+                if (lst != NULL)
+                    bad = PyList_Append(lst, wr) < 0;
+                else if (PyErr_Occurred())
+                    bad = 1;
+                else {
+                    PyObject *fresh = PyList_New(1);
+                    bad = fresh == NULL;
+                    if (!bad) {
+                        Py_INCREF(wr);
+                        PyList_SET_ITEM(fresh, 0, wr);
+                        bad = PyDict_SetItem(READERS, key, fresh) < 0;
+                        Py_DECREF(fresh);
+                    }
+                }
+            }
+            Py_XDECREF(wr);
+            Py_XDECREF(key);
+            if (bad) {
+                Py_DECREF(nd);
+                Py_DECREF(empty);
+                return NULL;
+            }
+        }
+        Py_DECREF(nd);
+    }
+    Py_DECREF(empty);
+    if (PyList_SetSlice(computed, 0, PyList_GET_SIZE(computed), NULL) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ module */
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS, "bind(Node, Source, GpuMat, Recording, ir, runtime, plain types)"},
@@ -840,6 +1055,8 @@ static PyMethodDef methods[] = {
     {"lazy", (PyCFunction)(void (*)(void))lazy, METH_FASTCALL, "GpuMat._lazy(node) in C"},
     {"bind_recipes", bind_recipes, METH_VARARGS, "bind_recipes(Recipe, recipes, streams, table, MISS, RUN)"},
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
+    {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
+    {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -111,14 +111,33 @@ def _thaw(plan, objs):
     return kernels, phases
 
 
+class ReplayKey:
+    """A flush's replay key with its hash computed once. A loop's recording key holds a token
+    per recorded op — hundreds — and hashing or comparing it costs tens of µs (23 each for W1's
+    64-frame loop): a look-up hashes it once and compares it once, and the cache moves a hit
+    by the key it stored (compared by identity)."""
+    __slots__ = ("parts", "_hash")
+
+    def __init__(self, parts):
+        self.parts, self._hash = parts, hash(parts)
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return self is other or (other.__class__ is ReplayKey and self._hash == other._hash
+                                 and self.parts == other.parts)
+
+
 class _Replay:
     """A flush remembered by its recording: which of the live pending mats were its sinks, its
     plan in recording positions, and its launch as a program (lazycv.program.FlushProgram;
-    None until a replay has tried to capture one, False where none applies)."""
-    __slots__ = ("sinks", "plan", "program")
+    None until a replay has tried to capture one, False where none applies); ``key``: the
+    ReplayKey it is stored under."""
+    __slots__ = ("sinks", "plan", "program", "key")
 
-    def __init__(self, sinks, plan):
-        self.sinks, self.plan, self.program = sinks, plan, None
+    def __init__(self, sinks, plan, key):
+        self.sinks, self.plan, self.program, self.key = sinks, plan, None, key
 
     def one_batched_launch(self):
         """The plan's only launch when it is one batched launch of several items (the
@@ -181,7 +200,7 @@ class PlanCache:
                 return None
             # (position, writes into its memory, asked for) as one int: cheap to hash
             live.append(n.rpos * 4 + (m._alloc is not None) * 2 + (id(m) in requested))
-        return fuse, rec.key(), tuple(live)
+        return ReplayKey((fuse, rec.key(), tuple(live)))
 
     def replay(self, key, stats):
         """The remembered flush (a ``_Replay``) when an earlier flush recorded the same calls
@@ -192,7 +211,7 @@ class PlanCache:
         hit = self._replays.get(key) if key is not None else None
         if hit is None:
             return None
-        self._replays.move_to_end(key)
+        self._replays.move_to_end(hit.key)        # (the stored key: found by identity)
         stats["plan_hits"] += 1
         return hit
 
@@ -205,7 +224,7 @@ class PlanCache:
         except KeyError:        # the plan reads something the recording did not see
             return
         at = {id(m): i for i, m in enumerate(mats)}
-        self._replays[key] = _Replay([at[id(m)] for m in sinks], plan)
+        self._replays[key] = _Replay([at[id(m)] for m in sinks], plan, key)
         _bound(self._replays)
 
 

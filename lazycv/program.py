@@ -18,7 +18,7 @@ import struct
 
 import numpy as np
 
-from . import streams
+from . import runtime, streams
 from ._types import DEPTH_DTYPE
 from .ir import Allocation, Source
 from .runtime import DYN_CONVERT, STATE, fused_ops
@@ -154,10 +154,15 @@ class _FlushProgramBase:
 
     def _finish(self, nodes, bufs, mats):
         """Count the launch; each computed node reads its buffer from now on; each sink
-        (``binds``: position in ``mats``, output index) holds its output's memory."""
+        (``binds``: position in ``mats``, output index) holds its output's memory (the loops
+        in C where lazycv/_hotpath.c was built: _hotpath.finish)."""
         stats = STATE.stats
         stats["kernels_launched"] += 1
         stats["ops_fused"] += self.ops_fused
+        hot = runtime.HOTPATH
+        if hot is not None:
+            hot.finish(nodes, bufs if type(bufs) is list else list(bufs), self.binds, mats, STATE.computed)
+            return True
         for n, buf in zip(nodes, bufs):
             n.result = Source(buf, 0, 0, n.rows, n.cols, n.depth, n.cn)
         STATE.computed.extend(nodes)

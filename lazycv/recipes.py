@@ -84,6 +84,7 @@ def bind(GpuMat):
         _hotpath.bind(Node, ir.Source, GpuMat, ir.Recording, ir, runtime, _PLAIN)
         _hotpath.bind_recipes(Recipe, sys.modules[__name__], streams, _RECIPES, _MISS, _RUN)
         _signature, _node, _lazy, HOT = _hotpath.signature, _hotpath.node, _hotpath.lazy, True
+        runtime.HOTPATH = _hotpath
     else:
         _signature, _node, _lazy = lambda args, kw: signature(args, kw, GpuMat), Node, _py_lazy
 

@@ -36,6 +36,7 @@ from .plancache import Graph, PlanCache
 # what each counts: docs/observability.md
 STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "disk_cache_hits", "cache_hits",
              "fallbacks", "bytes_h2d", "bytes_d2h", "flushes", "plan_hits", "program_hits")
+HOTPATH = None        # lazycv._hotpath once recipes.bind() has bound it (its flush loops in C)
 AUTO_FLUSH_OPS = 20000
 
 
@@ -411,13 +412,16 @@ def _flush(requested, pending):
     """flush's work (flush holds the lock): ``requested`` and the ``pending`` mats' sinks."""
     rec = ir.new_recording()
     # a view of a pending result lives in its parent's memory: the parent is computed
-    requested = [_owner(m) for m in requested]
+    # (_owner, inline: this loop sees every pending result)
+    requested = [m._parent[0] if m._parent is not None and m._node is not None else m for m in requested]
     mats, have = [], set()
-    for m in list(pending) + requested:
-        m = _owner(m)
-        if m._node is not None and id(m) not in have:
-            mats.append(m)
-            have.add(id(m))
+    for group in (pending, requested):
+        for m in group:
+            if m._parent is not None and m._node is not None:
+                m = m._parent[0]
+            if m._node is not None and id(m) not in have:
+                mats.append(m)
+                have.add(id(m))
     count_recorded()
     STATE.since_flush = 0
     if not mats:
@@ -550,18 +554,26 @@ def _let_go_of_history():
     """A node computed into memory is read from there from now on (Node.result): it lets go of
     its inputs, or a loop that keeps updating one result (``add(acc, frame, dst=acc)``) would
     keep every earlier frame and intermediate alive through the chain of its nodes."""
+    if HOTPATH is not None:
+        HOTPATH.let_go(STATE.computed)                   # (the loop below, in C)
+    else:
+        _let_go_in_python()
+    if len(ir.READERS) > ir._SWEEP_AT[0]:
+        ir.sweep_readers()
+
+
+def _let_go_in_python():
     getrefcount = sys.getrefcount
+    opened = ir.OPEN
     for n in STATE.computed:
         n.inputs = ()
-        if n.rgen:
+        if n.rgen and n.rgen in opened:     # (numbered by a recording still open)
             ir.closed_by_flush(n)
         # a computed node another node took as an input: that one reads its memory (ir.READERS);
         # held only by this list, the loop and the call, it has no consumer
         if getrefcount(n) > _ALONE:
             ir.add_reader(n.result.buf, n)
     STATE.computed.clear()
-    if len(ir.READERS) > ir._SWEEP_AT[0]:
-        ir.sweep_readers()
 
 
 def _kernel_fault(e):

@@ -165,6 +165,63 @@ def test_replayed_calls_leave_their_acyclic_objects_out_of_the_cyclic_gc():
     np.testing.assert_array_equal(m.download(), np.broadcast_to(np.uint8([1, 2, 3]), (4, 5, 3)))
 
 
+def _finish_state(use_c, monkeypatch):
+    """A flush's end run by program._FlushProgramBase._finish (C or Python): three pending
+    sinks, two sharing an output; one a fill, one with a pending view."""
+    from lazycv.program import _FlushProgramBase
+    monkeypatch.setattr(runtime, "HOTPATH", hot if use_c else None)
+    a = upload(np.arange(12, dtype=np.uint8).reshape(3, 4))
+    plain, shared = cv2.cuda.add(a, 1), cv2.cuda.add(a, 2)
+    filled = GpuMat._lazy(cv2.cuda_GpuMat(3, 4, cv2.CV_8UC1, 7)._node)      # a fill's result
+    view = cv2.cuda_GpuMat(shared, (1, 0, 2, 2))            # a pending view follows its parent
+    mats = [plain, shared, filled]
+    nodes = [m._node for m in mats]
+    be = runtime.backend()
+    bufs = [be.alloc(3, 4, np.uint8) for _ in range(3)]
+    prog = _FlushProgramBase.__new__(_FlushProgramBase)
+    prog.binds, prog.ops_fused = [(0, 0), (1, 1), (2, 2)], 0
+    computed_before = list(runtime.STATE.computed)
+    prog._finish(nodes, bufs, mats)
+    added = runtime.STATE.computed[len(computed_before):]
+    state = [(m._alloc.buf is bufs[i], m._y0, m._x0, m._node, m._src, m._parent, type(m._alloc).__name__,
+              m._alloc.writers, m._alloc.exported, m._alloc.constant is not None, m._alloc.cols, m._alloc.foreign,
+              m._alloc.device) for i, m in enumerate(mats)]
+    results = [(n.result.buf is bufs[i], n.result.y0, n.result.x0, n.result.rows, n.result.cols, n.result.depth,
+                n.result.cn, n.result.rgen) for i, n in enumerate(nodes)]
+    moved = (view._alloc is shared._alloc, view._y0, view._x0, view._node, view._parent, shared._views)
+    assert filled._alloc.constant is not None and moved[0]
+    del runtime.STATE.computed[len(computed_before):]
+    return state, results, [n is m for n, m in zip(added, nodes)], moved
+
+
+def test_finish_equals_the_python_one(monkeypatch):
+    assert _finish_state(True, monkeypatch) == _finish_state(False, monkeypatch)
+
+
+def test_let_go_equals_the_python_one(monkeypatch):
+    """runtime._let_go_of_history (C or Python): computed nodes drop their inputs, and one that
+    a pending node still takes as an input becomes a reader of its memory; one nothing else
+    holds does not."""
+    def run(use_c):
+        monkeypatch.setattr(runtime, "HOTPATH", hot if use_c else None)
+        a = upload(np.zeros((3, 4), np.uint8))
+        kept, alone = cv2.cuda.add(a, 1), cv2.cuda.add(a, 2)
+        consumer = cv2.cuda.add(kept, 1)                    # holds kept's node
+        bufs = []
+        for m in (kept, alone):
+            bufs.append(runtime.backend().alloc(3, 4, np.uint8))
+            m._node.result = ir.Source(bufs[-1], 0, 0, 3, 4, 0, 1)
+            runtime.STATE.computed.append(m._node)
+            m._node = None                                  # (as a bound result lets go of it)
+        refs = [weakref.ref(n) for n in runtime.STATE.computed]
+        runtime._let_go_of_history()
+        readers = [w() is not None and any(r() is w() for r in ir.READERS.get(id(b), [])) for b, w in zip(bufs, refs)]
+        out = ([w().inputs if w() is not None else "gone" for w in refs], readers, runtime.STATE.computed == [])
+        del consumer
+        return out
+    assert run(True) == run(False) == ([(), "gone"], [True, False], True)
+
+
 def _structure(out):
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
     mats = [o for o in outs if isinstance(o, GpuMat)]
