@@ -257,7 +257,11 @@ class _Lane:
         lane.nbytes_out = sum(n for _, _, n in lane.copies_out)
         lane.up, lane.compute, lane.down = (ops.stream(s._handle()) for s in trio)
         lane.compute_stream = trio[1]
-        lane.uploaded, lane.computed, lane.downloaded = ops.event(), ops.event(), ops.event()
+        # the slot's own events where its general frames made them (the backend's: what the
+        # lane records on too), so that a lane costs no new events
+        lane.uploaded, lane.computed, lane.downloaded = (
+            e._event if e._event is not None and STATE.backend_name == "cuda" else ops.event()
+            for e in (slot.uploaded, slot.computed, slot.downloaded))
         return lane
 
     def run(self, host):
