@@ -33,6 +33,9 @@ static PyObject *recipes_dict, *streams_dict, *RECIPES, *MISS, *RUN, *LIMIT_NAME
 static Py_ssize_t P_nodes, P_results, P_many, P_func;
 static Py_ssize_t A_buf, A_writers, A_constant, A_exported, A_foreign, A_cols, A_device;
 static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s_read_shared_now;
+static PyObject *s_written, *s_capture, *s_threads, *s_fuse, *s_plans, *s__replays, *s_program, *s_key,
+    *s_move_to_end, *s_new_recording, *s_count_recorded, *s_stats, *s_plan_hits, *s__run_program,
+    *s__let_go_of_history, *s__flush_planned, *ONE, *REPLAY_KEY;
 static PyObject *s_rec, *s_device, *s_pending, *s_since_flush, *s_first_seen, *s_close,
     *s_MULTI_DEVICE, *s_AUTO_FLUSH_OPS, *s_flush, *s_LIMIT;
 
@@ -167,6 +170,14 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
     OFF(A_device, alloc_t, "device");
     AllocT = (PyTypeObject *)alloc_t;
     Py_INCREF(alloc_t);
+    PyObject *plancache = PyImport_ImportModule("lazycv.plancache");
+    if (plancache == NULL)
+        return NULL;
+    Py_XDECREF(REPLAY_KEY);
+    REPLAY_KEY = PyObject_GetAttrString(plancache, "ReplayKey");
+    Py_DECREF(plancache);
+    if (REPLAY_KEY == NULL)
+        return NULL;
     recipes_dict = PyModule_GetDict(recipes_mod); Py_INCREF(recipes_dict);
     streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
     RECIPES = table; Py_INCREF(table);
@@ -1047,6 +1058,324 @@ static PyObject *let_go(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ a replayed flush */
+/* The object a weak reference refers to (new ref), or NULL without an error when it is gone. */
+static PyObject *deref(PyObject *wr) {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *o = NULL;
+    if (PyWeakref_GetRef(wr, &o) < 0)
+        PyErr_Clear();
+    return o;
+#else
+    PyObject *o = PyWeakref_GetObject(wr);
+    if (o == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (o == Py_None)
+        return NULL;
+    Py_INCREF(o);
+    return o;
+#endif
+}
+
+static int truthy_attr(PyObject *o, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    int t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return t;
+}
+
+static PyObject *runtime_fn(PyObject *name) {            /* borrowed */
+    PyObject *f = PyDict_GetItemWithError(runtime_dict, name);
+    if (f == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_RuntimeError, "lazycv._hotpath: runtime.%U is missing", name);
+    return f;
+}
+
+/* runtime.flush(requested)'s work when an earlier flush of the same recording went out as one
+ * program (lazycv.program) and nothing else is going on: the calling thread's live pending
+ * results, their owners, the replay key (plancache.PlanCache.replay_key), the remembered
+ * flush, then runtime._flush's steps — a new recording, the counts, the program's run, the
+ * letting go of history — or, where the program declines, runtime._flush_planned (streams are
+ * the program's business: streams.select_mats). Returns False, having changed nothing but
+ * dropping the thread's dead pending references, where the Python path decides: other
+ * threads' results, pending writes into memory, several devices, a batch program being
+ * captured, a closed recording, no remembered program. */
+static PyObject *flush_program(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(NodeT != NULL && RecipeT != NULL);
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "flush_program(requested)");
+        return NULL;
+    }
+    PyObject *requested = PySequence_Fast(args[0], "flush_program: requested must be a sequence");
+    if (requested == NULL)
+        return NULL;
+    PyObject *result = NULL, *pending = NULL, *mats = NULL, *have = NULL, *req = NULL, *rec = NULL;
+    PyObject *live = NULL, *key = NULL, *replay = NULL, *program = NULL, *ended = NULL, *r = NULL;
+    /* what the Python path handles */
+    int multi = flag(ir_dict, s_MULTI_DEVICE);
+    if (multi != 0)
+        goto python;
+    int written = truthy_attr(STATE, s_written);
+    if (written != 0)
+        goto python;
+    PyObject *capture = PyObject_GetAttr(STATE, s_capture);
+    if (capture == NULL)
+        goto fail;
+    Py_DECREF(capture);
+    if (capture != Py_None)
+        goto python;
+    pending = PyObject_GetAttr(THREAD_PENDING_OWNER, s_pending);
+    PyObject *threads = pending != NULL ? PyObject_GetAttr(STATE, s_threads) : NULL;
+    if (threads == NULL)
+        goto fail;
+    int alone = PyDict_Check(threads) && PyDict_GET_SIZE(threads) == 1;
+    if (alone) {                                           /* (the one entry is this thread's) */
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        PyDict_Next(threads, &pos, &k, &v);
+        alone = PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 2 && PyTuple_GET_ITEM(v, 0) == pending;
+    }
+    Py_DECREF(threads);
+    if (!alone || !PyList_Check(pending))
+        goto python;
+    rec = PyObject_GetAttr(IR_THREAD, s_rec);
+    if (rec == NULL)
+        goto fail;
+    if (SLOT(rec, R_open) == NULL || SLOT(rec, R_open) != Py_True)
+        goto python;
+    /* runtime.live_pending(everyone=False), for one thread: the live mats, dead references dropped */
+    mats = PyList_New(0);
+    have = PySet_New(NULL);
+    req = PySet_New(NULL);
+    if (mats == NULL || have == NULL || req == NULL)
+        goto fail;
+    Py_ssize_t n = PyList_GET_SIZE(pending);
+    PyObject *alive = PyList_New(0), *refs = PyList_New(0);
+    if (alive == NULL || refs == NULL) {
+        Py_XDECREF(alive);
+        Py_XDECREF(refs);
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *wr = PyList_GET_ITEM(pending, i);
+        PyObject *m = PyWeakref_Check(wr) ? deref(wr) : NULL;
+        if (m == NULL)
+            continue;
+        PyObject *nd = Py_TYPE(m) == GpuMatT ? SLOT(m, G_node) : NULL;
+        int bad = 0;
+        if (nd == NULL)                                    /* (not lazycv's GpuMat: Python) */
+            bad = 1;
+        else if (nd != Py_None)
+            bad = PyList_Append(alive, m) < 0 || PyList_Append(refs, wr) < 0 ? -1 : 0;
+        Py_DECREF(m);
+        if (bad) {
+            Py_DECREF(alive);
+            Py_DECREF(refs);
+            if (bad < 0)
+                goto fail;
+            goto python;
+        }
+    }
+    int cut = PyList_SetSlice(pending, 0, n, refs);       /* (lst[:] = refs) */
+    Py_DECREF(refs);
+    if (cut < 0) {
+        Py_DECREF(alive);
+        goto fail;
+    }
+    /* owners, deduplicated: the live mats, then the requested ones (runtime._flush) */
+    Py_ssize_t nreq = PySequence_Fast_GET_SIZE(requested);
+    for (int group = 0; group < 2; group++) {
+        Py_ssize_t count = group == 0 ? PyList_GET_SIZE(alive) : nreq;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyObject *m = group == 0 ? PyList_GET_ITEM(alive, i) : PySequence_Fast_GET_ITEM(requested, i);
+            if (Py_TYPE(m) != GpuMatT) {
+                Py_DECREF(alive);
+                goto python;
+            }
+            PyObject *parent = SLOT(m, G_parent), *nd = SLOT(m, G_node);
+            if (parent != NULL && parent != Py_None && nd != NULL && nd != Py_None) {
+                if (!PyTuple_Check(parent) || PyTuple_GET_SIZE(parent) < 1) {
+                    Py_DECREF(alive);
+                    goto python;
+                }
+                m = PyTuple_GET_ITEM(parent, 0);
+                if (Py_TYPE(m) != GpuMatT) {
+                    Py_DECREF(alive);
+                    goto python;
+                }
+                nd = SLOT(m, G_node);
+            }
+            PyObject *id = PyLong_FromVoidPtr(m);
+            if (id == NULL) {
+                Py_DECREF(alive);
+                goto fail;
+            }
+            int bad = group == 1 && PySet_Add(req, id) < 0;
+            if (!bad && nd != NULL && nd != Py_None) {
+                int seen = PySet_Contains(have, id);
+                bad = seen < 0;
+                if (!bad && !seen)
+                    bad = PySet_Add(have, id) < 0 || PyList_Append(mats, m) < 0;
+            }
+            Py_DECREF(id);
+            if (bad) {
+                Py_DECREF(alive);
+                goto fail;
+            }
+        }
+    }
+    Py_DECREF(alive);
+    Py_ssize_t nm = PyList_GET_SIZE(mats);
+    if (nm == 0)
+        goto python;
+    /* plancache.PlanCache.replay_key */
+    PyObject *gen = SLOT(rec, R_gen);
+    live = PyTuple_New(nm);
+    if (live == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < nm; i++) {
+        PyObject *m = PyList_GET_ITEM(mats, i), *nd = SLOT(m, G_node);
+        if (Py_TYPE(nd) != NodeT)
+            goto python;
+        PyObject *g = SLOT(nd, N_rgen), *p = SLOT(nd, N_rpos);
+        int same = g != NULL && gen != NULL ? PyObject_RichCompareBool(g, gen, Py_EQ) : 0;
+        if (same < 0)
+            goto fail;
+        if (!same || p == NULL)
+            goto python;                                   /* pending since an earlier flush */
+        Py_ssize_t rpos = PyLong_AsSsize_t(p);
+        if (rpos == -1 && PyErr_Occurred())
+            goto fail;
+        PyObject *id = PyLong_FromVoidPtr(m);
+        if (id == NULL)
+            goto fail;
+        int asked = PySet_Contains(req, id);
+        Py_DECREF(id);
+        if (asked < 0)
+            goto fail;
+        PyObject *alloc = SLOT(m, G_alloc);
+        PyObject *v = PyLong_FromSsize_t(rpos * 4 + (alloc != NULL && alloc != Py_None) * 2 + asked);
+        if (v == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(live, i, v);
+    }
+    PyObject *fuse = PyObject_GetAttr(STATE, s_fuse), *tokens = PyList_AsTuple(SLOT(rec, R_tokens));
+    PyObject *parts = fuse != NULL && tokens != NULL ? PyTuple_Pack(3, fuse, tokens, live) : NULL;
+    Py_XDECREF(fuse);
+    Py_XDECREF(tokens);
+    if (parts == NULL)
+        goto fail;
+    key = PyObject_CallOneArg(REPLAY_KEY, parts);
+    Py_DECREF(parts);
+    if (key == NULL)
+        goto fail;
+    /* plancache.PlanCache.replay, the look-up */
+    PyObject *plans = PyObject_GetAttr(STATE, s_plans);
+    PyObject *replays = plans != NULL ? PyObject_GetAttr(plans, s__replays) : NULL;
+    Py_XDECREF(plans);
+    if (replays == NULL)
+        goto fail;
+    replay = PyObject_GetItem(replays, key);
+    if (replay == NULL) {
+        Py_DECREF(replays);
+        if (!PyErr_ExceptionMatches(PyExc_KeyError))
+            goto fail;
+        PyErr_Clear();
+        goto python;
+    }
+    program = PyObject_GetAttr(replay, s_program);
+    int usable = program != NULL ? PyObject_IsTrue(program) : -1;
+    if (usable <= 0) {
+        Py_DECREF(replays);
+        if (usable < 0)
+            goto fail;
+        goto python;
+    }
+    /* from here on the flush is this one: runtime._flush's steps */
+    PyObject *stored = PyObject_GetAttr(replay, s_key);
+    r = stored != NULL ? PyObject_CallMethodOneArg(replays, s_move_to_end, stored) : NULL;
+    Py_XDECREF(stored);
+    Py_DECREF(replays);
+    if (r == NULL)
+        goto fail;
+    Py_CLEAR(r);
+    PyObject *fn = PyDict_GetItemWithError(ir_dict, s_new_recording);
+    if (fn == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir.new_recording is missing");
+        goto fail;
+    }
+    ended = PyObject_CallNoArgs(fn);                      /* (the recording that ends: rec) */
+    if (ended == NULL)
+        goto fail;
+    if ((fn = runtime_fn(s_count_recorded)) == NULL || (r = PyObject_CallNoArgs(fn)) == NULL)
+        goto fail;
+    Py_CLEAR(r);
+    if (PyObject_SetAttr(STATE, s_since_flush, INT0) < 0)
+        goto fail;
+    PyObject *stats = PyObject_GetAttr(STATE, s_stats);
+    if (stats == NULL)
+        goto fail;
+    PyObject *hits = PyObject_GetItem(stats, s_plan_hits);
+    PyObject *more = hits != NULL ? PyNumber_Add(hits, ONE) : NULL;
+    int bad = more == NULL || PyObject_SetItem(stats, s_plan_hits, more) < 0;
+    Py_XDECREF(hits);
+    Py_XDECREF(more);
+    Py_DECREF(stats);
+    if (bad)
+        goto fail;
+    if ((fn = runtime_fn(s__run_program)) == NULL)
+        goto fail;
+    PyObject *const run_args[3] = {replay, ended, mats};
+    r = PyObject_Vectorcall(fn, run_args, 3, NULL);
+    if (r == NULL)
+        goto fail;
+    int done = PyObject_IsTrue(r);
+    Py_CLEAR(r);
+    if (done < 0)
+        goto fail;
+    if (done) {
+        if ((fn = runtime_fn(s__let_go_of_history)) == NULL || (r = PyObject_CallNoArgs(fn)) == NULL)
+            goto fail;
+    } else {
+        if ((fn = runtime_fn(s__flush_planned)) == NULL)
+            goto fail;
+        PyObject *const rest[5] = {ended, mats, req, key, replay};
+        if ((r = PyObject_Vectorcall(fn, rest, 5, NULL)) == NULL)
+            goto fail;
+    }
+    Py_CLEAR(r);
+    result = Py_True;
+    Py_INCREF(result);
+    goto done;
+python:
+    if (!PyErr_Occurred()) {
+        result = Py_False;
+        Py_INCREF(result);
+    }
+    goto done;
+fail:
+    result = NULL;
+done:
+    Py_XDECREF(requested);
+    Py_XDECREF(pending);
+    Py_XDECREF(mats);
+    Py_XDECREF(have);
+    Py_XDECREF(req);
+    Py_XDECREF(rec);
+    Py_XDECREF(live);
+    Py_XDECREF(key);
+    Py_XDECREF(replay);
+    Py_XDECREF(program);
+    Py_XDECREF(ended);
+    Py_XDECREF(r);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS, "bind(Node, Source, GpuMat, Recording, ir, runtime, plain types)"},
@@ -1057,6 +1386,8 @@ static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
     {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},
+    {"flush_program", (PyCFunction)(void (*)(void))flush_program, METH_FASTCALL,
+     "runtime.flush(requested) through a remembered program, or False where Python decides"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1076,6 +1407,14 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s_LIMIT, "LIMIT"); INTERN(s_ENABLED, "ENABLED"); INTERN(s_CHECK, "CHECK");
     INTERN(s_RECORD_ON, "RECORD_ON"); INTERN(s_any_shared, "any_shared"); INTERN(s__value, "_value");
     INTERN(s_read_shared_now, "read_shared_now");
+    INTERN(s_written, "written"); INTERN(s_capture, "capture");
+    INTERN(s_threads, "threads"); INTERN(s_fuse, "fuse"); INTERN(s_plans, "plans"); INTERN(s__replays, "_replays");
+    INTERN(s_program, "program"); INTERN(s_key, "key"); INTERN(s_move_to_end, "move_to_end");
+    INTERN(s_new_recording, "new_recording"); INTERN(s_count_recorded, "count_recorded"); INTERN(s_stats, "stats");
+    INTERN(s_plan_hits, "plan_hits"); INTERN(s__run_program, "_run_program");
+    INTERN(s__let_go_of_history, "_let_go_of_history"); INTERN(s__flush_planned, "_flush_planned");
+    if ((ONE = PyLong_FromLong(1)) == NULL)
+        return NULL;
     if (INT0 == NULL || ZERO == NULL || NEG_ZERO == NULL)
         return NULL;
     return m;

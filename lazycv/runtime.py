@@ -360,6 +360,9 @@ def flush(requested=(), everyone=False):
                 if ir._THREAD.rec.tokens:
                     ir.new_recording()
                 return
+            # a flush that an earlier one's program serves, in C where it was built
+            if HOTPATH is not None and not everyone and HOTPATH.flush_program(requested):
+                return
             pending = live_pending(everyone)
             if ir.MULTI_DEVICE:
                 _flush_by_device(requested, pending)
@@ -433,6 +436,13 @@ def _flush(requested, pending):
     if replay is not None and replay.program and STATE.capture is None and _run_program(replay, rec, mats):
         _let_go_of_history()
         return
+    _flush_planned(rec, mats, req, key, replay)
+
+
+def _flush_planned(rec, mats, req, key, replay):
+    """The rest of a flush that no program served: its plan replayed (``replay``) or made, the
+    launches, and what the next replays keep (lazycv._hotpath.flush_program continues here
+    when a program declines)."""
     if replay is not None:
         sinks, kernels, phases = replay.thaw(rec, mats)
         plan = lambda values, by_node: (kernels, phases)      # noqa: E731

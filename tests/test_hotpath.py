@@ -147,8 +147,9 @@ def test_replayed_calls_leave_their_acyclic_objects_out_of_the_cyclic_gc():
     of the cyclic GC, whose full collections those objects would otherwise trigger (issue #22:
     linear recording); the lazy GpuMat stays tracked, and so does a node holding an object."""
     import gc
-    if not recipes.HOT:
+    if recipes._hotpath is None:
         pytest.skip("LAZYCV_HOTPATH=0: the replay runs in Python")
+    recipes.bind(GpuMat)
     a = upload(np.zeros((4, 5, 3), np.uint8))
     for _ in range(3):                        # noted, captured, replayed
         m = cv2.cuda.add(a, (1, 2, 3))
@@ -220,6 +221,107 @@ def test_let_go_equals_the_python_one(monkeypatch):
         del consumer
         return out
     assert run(True) == run(False) == ([(), "gone"], [True, False], True)
+
+
+def _program_loop(frames, batched):
+    """Flushes a frame loop's results four times (a program serves the last ones): per flush,
+    the results' pixels, and the counters the flush moved."""
+    out = []
+    for rep in range(4):
+        before = lazycv.stats()
+        if batched:                            # one flush for every frame (W1's loop)
+            res = [cv2.cuda.split(cv2.cuda.multiply(cv2.cuda.add(f, (rep, 1, 2)), 0.5, dtype=cv2.CV_32F))
+                   for f in frames]
+            view = cv2.cuda_GpuMat(res[0][1], (1, 1, 2, 2))    # a pending view of a result
+            dropped = [cv2.cuda.add(f, 3) for f in frames]     # results let go before the flush
+            del dropped
+            lazycv.materialize(res[:-1])       # asked for all but the last frame's (still flushed)
+            got = [p.download() for r in res for p in r] + [view.download()]
+        else:                                  # a flush a frame (W2)
+            got = []
+            for f in frames:
+                r = cv2.cuda.split(cv2.cuda.multiply(cv2.cuda.add(f, (rep, 1, 2)), 0.5, dtype=cv2.CV_32F))
+                lazycv.materialize(*r)
+                got += [p.download() for p in r]
+        after = lazycv.stats()
+        out.append((got, {k: after[k] - before[k] for k in ("flushes", "program_hits", "plan_hits",
+                                                            "kernels_launched", "ops_recorded", "ops_fused")}))
+    return out
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_flush_program_equals_the_python_flush(monkeypatch, batched):
+    """_hotpath.flush_program serves a flush an earlier one's program can, as runtime._flush
+    does: the same pixels and the same counters, flush by flush."""
+    if recipes._hotpath is None:
+        pytest.skip("LAZYCV_HOTPATH=0: the flush runs in Python")
+    recipes.bind(GpuMat)
+    frames = [upload(np.full((4, 5, 3), 10 * i, np.uint8)) for i in range(3)]
+    served = []
+    real = hot.flush_program
+    monkeypatch.setattr(runtime, "HOTPATH", type("Hot", (), {
+        "flush_program": staticmethod(lambda req: served.append(real(req)) or served[-1]),
+        "finish": staticmethod(hot.finish), "let_go": staticmethod(hot.let_go)}))
+    from lazycv.plancache import PlanCache
+
+    def fresh():                               # (both runs start with nothing remembered)
+        monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
+        recipes.forget()
+    fresh()
+    c = _program_loop(frames, batched)
+    assert True in served, "no flush went through the C path"
+    monkeypatch.setattr(runtime, "HOTPATH", None)
+    fresh()
+    py = _program_loop(frames, batched)
+    for (got_c, counts_c), (got_py, counts_py) in zip(c, py):
+        assert counts_c == counts_py
+        for a, b in zip(got_c, got_py):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_flush_program_leaves_what_it_cannot_serve_to_python(monkeypatch):
+    """Another thread's pending results or a pending write into memory: _hotpath.flush_program
+    answers False and changes nothing (the Python path computes the flush); a program that
+    declines: the flush goes on through runtime._flush_planned. The results stay right."""
+    if recipes._hotpath is None:
+        pytest.skip("LAZYCV_HOTPATH=0: the flush runs in Python")
+    recipes.bind(GpuMat)
+    import threading
+    a = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+    want = cv2.add(a.download(), (1, 2, 3, 0))
+
+    def step():
+        r = cv2.cuda.add(a, (1, 2, 3))
+        lazycv.materialize(r)
+        return r.download()
+    for _ in range(3):                         # a program serves this flush now
+        np.testing.assert_array_equal(step(), want)
+    other = []
+    t = threading.Thread(target=lambda: other.append(cv2.cuda.add(a, 1)))
+    t.start()
+    t.join()
+    r = cv2.cuda.add(a, (1, 2, 3))
+    assert hot.flush_program([r]) is False and r._node is not None and other[0]._node is not None
+    lazycv.materialize(r)
+    np.testing.assert_array_equal(r.download(), want)
+    np.testing.assert_array_equal(other[0].download(), cv2.add(a.download(), 1))
+    into = upload(np.zeros((4, 5, 3), np.uint8))
+    cv2.cuda.add(a, (1, 2, 3), dst=into)       # a pending write into memory
+    r = cv2.cuda.add(a, (1, 2, 3))
+    assert hot.flush_program([r]) is False and r._node is not None
+    lazycv.materialize(r)
+    np.testing.assert_array_equal(into.download(), want)
+    from lazycv import program
+    for _ in range(3):
+        step()
+    monkeypatch.setattr(program.SingleFlushProgram, "run", lambda self, values, mats: False)
+    served = []
+    monkeypatch.setattr(runtime, "HOTPATH", type("Hot", (), {
+        "flush_program": staticmethod(lambda req: served.append(hot.flush_program(req)) or served[-1]),
+        "finish": staticmethod(hot.finish), "let_go": staticmethod(hot.let_go)}))
+    for _ in range(2):
+        np.testing.assert_array_equal(step(), want)
+    assert served == [True, True]
 
 
 def _structure(out):
