@@ -223,6 +223,14 @@ def test_let_go_equals_the_python_one(monkeypatch):
     assert run(True) == run(False) == ([(), "gone"], [True, False], True)
 
 
+def _spying(served):
+    """The extension's functions, with flush_program's answers collected in ``served``."""
+    from types import SimpleNamespace
+    funcs = {n: getattr(hot, n) for n in dir(hot) if not n.startswith("_")}
+    funcs["flush_program"] = lambda req: served.append(hot.flush_program(req)) or served[-1]
+    return SimpleNamespace(**funcs)
+
+
 def _program_loop(frames, batched):
     """Flushes a frame loop's results four times (a program serves the last ones): per flush,
     the results' pixels, and the counters the flush moved."""
@@ -258,10 +266,7 @@ def test_flush_program_equals_the_python_flush(monkeypatch, batched):
     recipes.bind(GpuMat)
     frames = [upload(np.full((4, 5, 3), 10 * i, np.uint8)) for i in range(3)]
     served = []
-    real = hot.flush_program
-    monkeypatch.setattr(runtime, "HOTPATH", type("Hot", (), {
-        "flush_program": staticmethod(lambda req: served.append(real(req)) or served[-1]),
-        "finish": staticmethod(hot.finish), "let_go": staticmethod(hot.let_go)}))
+    monkeypatch.setattr(runtime, "HOTPATH", _spying(served))
     from lazycv.plancache import PlanCache
 
     def fresh():                               # (both runs start with nothing remembered)
@@ -316,9 +321,7 @@ def test_flush_program_leaves_what_it_cannot_serve_to_python(monkeypatch):
         step()
     monkeypatch.setattr(program.SingleFlushProgram, "run", lambda self, values, mats: False)
     served = []
-    monkeypatch.setattr(runtime, "HOTPATH", type("Hot", (), {
-        "flush_program": staticmethod(lambda req: served.append(hot.flush_program(req)) or served[-1]),
-        "finish": staticmethod(hot.finish), "let_go": staticmethod(hot.let_go)}))
+    monkeypatch.setattr(runtime, "HOTPATH", _spying(served))
     for _ in range(2):
         np.testing.assert_array_equal(step(), want)
     assert served == [True, True]
