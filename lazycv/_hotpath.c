@@ -92,6 +92,43 @@ static inline void untrack(PyObject *o) {
         PyObject_GC_UnTrack(o);
 }
 
+/* ir.add_reader: ``wr`` (a weak reference to a node) joins READERS[id(buf)]; with ``as_input``
+ * as Node.__init__ adds an input's reader: not twice in a row, and the list pruned each time it
+ * reaches a power of two from 64 (a frame read every frame, never written) */
+static int add_reader(PyObject *buf, PyObject *wr, int as_input) {
+    PyObject *key = PyLong_FromVoidPtr(buf);
+    if (key == NULL)
+        return -1;
+    PyObject *lst = PyDict_GetItemWithError(READERS, key);     /* borrowed */
+    if (lst == NULL) {
+        PyObject *fresh = PyErr_Occurred() ? NULL : PyList_New(1);
+        int r = -1;
+        if (fresh != NULL) {
+            Py_INCREF(wr);
+            PyList_SET_ITEM(fresh, 0, wr);
+            r = PyDict_SetItem(READERS, key, fresh);
+            Py_DECREF(fresh);
+        }
+        Py_DECREF(key);
+        return r;
+    }
+    Py_DECREF(key);
+    Py_ssize_t len = PyList_GET_SIZE(lst);
+    if (as_input && len > 0 && PyList_GET_ITEM(lst, len - 1) == wr)
+        return 0;
+    Py_INCREF(lst);
+    int r = PyList_Append(lst, wr);
+    len += 1;
+    if (r == 0 && as_input && len >= 64 && !(len & (len - 1))) {
+        PyObject *res = PyObject_CallFunctionObjArgs(PRUNE_READERS, buf, lst, NULL);
+        if (res == NULL)
+            r = -1;
+        Py_XDECREF(res);
+    }
+    Py_DECREF(lst);
+    return r;
+}
+
 /* set_slot taking the reference */
 static inline void put_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
     PyObject *old = SLOT(o, off);
@@ -408,36 +445,8 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
         if (is_source) {                                   /* READERS: a read of memory */
             if (me == NULL && (me = PyWeakref_NewRef(self, NULL)) == NULL)
                 goto fail;
-            PyObject *key = PyLong_FromVoidPtr(SLOT(v, S_buf));
-            if (key == NULL)
+            if (add_reader(SLOT(v, S_buf), me, 1) < 0)
                 goto fail;
-            PyObject *lst = PyDict_GetItemWithError(READERS, key);
-            if (lst == NULL) {
-                if (PyErr_Occurred()) { Py_DECREF(key); goto fail; }
-                PyObject *fresh = PyList_New(1);
-                if (fresh == NULL) { Py_DECREF(key); goto fail; }
-                Py_INCREF(me);
-                PyList_SET_ITEM(fresh, 0, me);
-                int r = PyDict_SetItem(READERS, key, fresh);
-                Py_DECREF(fresh);
-                Py_DECREF(key);
-                if (r < 0)
-                    goto fail;
-            } else {
-                Py_DECREF(key);
-                Py_ssize_t len = PyList_GET_SIZE(lst);
-                if (len == 0 || PyList_GET_ITEM(lst, len - 1) != me) {
-                    Py_INCREF(lst);
-                    if (PyList_Append(lst, me) < 0) { Py_DECREF(lst); goto fail; }
-                    len += 1;
-                    if (len >= 64 && !(len & (len - 1))) {     /* (a frame read every frame, never written) */
-                        PyObject *r = PyObject_CallFunctionObjArgs(PRUNE_READERS, SLOT(v, S_buf), lst, NULL);
-                        if (r == NULL) { Py_DECREF(lst); goto fail; }
-                        Py_DECREF(r);
-                    }
-                    Py_DECREF(lst);
-                }
-            }
         }
         if (recording) {
             PyObject *ref;
@@ -1020,30 +1029,13 @@ static PyObject *let_go(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
         /* held by more than the list and this loop: another node took it as an input */
         PyObject *res = SLOT(nd, N_result);
         if (Py_REFCNT(nd) > 2 && res != NULL && Py_TYPE(res) == SourceT) {
-            PyObject *buf = SLOT(res, S_buf);
-            PyObject *key = PyLong_FromVoidPtr(buf);
-            PyObject *wr = key != NULL ? PyWeakref_NewRef(nd, NULL) : NULL;
+            PyObject *wr = PyWeakref_NewRef(nd, NULL);
             int bad = wr == NULL;
             if (!bad) {
                 untrack(wr);
-                PyObject *lst = PyDict_GetItemWithError(READERS, key);
-                if (lst != NULL)
-                    bad = PyList_Append(lst, wr) < 0;
-                else if (PyErr_Occurred())
-                    bad = 1;
-                else {
-                    PyObject *fresh = PyList_New(1);
-                    bad = fresh == NULL;
-                    if (!bad) {
-                        Py_INCREF(wr);
-                        PyList_SET_ITEM(fresh, 0, wr);
-                        bad = PyDict_SetItem(READERS, key, fresh) < 0;
-                        Py_DECREF(fresh);
-                    }
-                }
+                bad = add_reader(SLOT(res, S_buf), wr, 0) < 0;
+                Py_DECREF(wr);
             }
-            Py_XDECREF(wr);
-            Py_XDECREF(key);
             if (bad) {
                 Py_DECREF(nd);
                 Py_DECREF(empty);
