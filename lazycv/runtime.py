@@ -573,6 +573,7 @@ def _let_go_of_history():
 
 
 def _let_go_in_python():
+    """_let_go_of_history's loop (lazycv._hotpath.let_go's twin)."""
     getrefcount = sys.getrefcount
     opened = ir.OPEN
     for n in STATE.computed:
