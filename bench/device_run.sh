@@ -37,6 +37,7 @@ python3 bench/plot.py "$OUT/w1.json" --out "$OUT/w1.png" 2>&1 | tail -1
 timeout 300 python3 bench/w34.py --repeats 15 2>&1 | quiet
 timeout 300 python3 bench/w2.py 2>&1 | quiet
 timeout 120 python3 bench/record_cost.py 2>&1 | quiet
+timeout 120 python3 bench/host_flush.py 2>&1 | quiet
 if [ "${SKIP_W7:-0}" != 1 ]; then
   timeout 200 python3 bench/w7.py --backend cuda 2>&1 | quiet
 fi

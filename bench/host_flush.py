@@ -1,0 +1,88 @@
+"""The host's cost of recording and flushing unchanged cv2.cuda loops, with the kernels made
+negligible: W1's six calls over B small frames (36x48 -> 16x16) recorded, then one flush (the
+W1 loop's shape), and W2's flush of one frame with the backend's launch replaced by a no-op
+(what the flush costs the host besides the launch). Medians over the repeats, kernels warm.
+
+    python bench/host_flush.py [--batch 64] [--repeats 40]
+
+Prints a table and writes $OUT/host_flush.json (or bench/out/host_flush.json).
+"""
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+def w1_calls(cv2, g, std, side):
+    r = cv2.cuda.resize(g, (side, side), interpolation=cv2.INTER_LINEAR)
+    f = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB).convertTo(cv2.CV_32FC3, alpha=1 / 255)
+    return cv2.cuda.split(cv2.cuda.divide(cv2.cuda.subtract(f, MEAN), std))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=40)
+    args = ap.parse_args()
+    import cv2
+    import lazycv
+    from lazycv import runtime
+    lazycv.enable()
+    rng = np.random.default_rng(0)
+    gpus = []
+    for _ in range(args.batch):
+        g = cv2.cuda_GpuMat()
+        g.upload(rng.integers(0, 256, (36, 48, 3), np.uint8))
+        gpus.append(g)
+    side = 16
+    std = cv2.cuda_GpuMat(side, side, cv2.CV_32FC3)
+    std.setTo(STD)
+    clock = time.perf_counter
+    record, flush = [], []
+    for rep in range(args.repeats + 5):
+        t0 = clock()
+        outs = [w1_calls(cv2, g, std, side) for g in gpus]
+        t1 = clock()
+        lazycv.materialize(outs)
+        t2 = clock()
+        del outs
+        if rep >= 5:
+            record.append((t1 - t0) * 1e3)
+            flush.append((t2 - t1) * 1e3)
+    be = runtime.backend()
+    launch = type(be).launch
+    one = []
+    try:
+        type(be).launch = lambda self, *a, **k: None          # (the flush without its kernel)
+        for i in range(20 * args.repeats + 50):
+            planes = w1_calls(cv2, gpus[i % len(gpus)], std, side)
+            t0 = clock()
+            lazycv.materialize(*planes)
+            if i >= 50:
+                one.append((clock() - t0) * 1e6)
+            del planes
+    finally:
+        type(be).launch = launch
+    rows = {"w1_loop_record_ms": statistics.median(record), "w1_loop_flush_ms": statistics.median(flush),
+            "w2_flush_without_launch_us": statistics.median(one)}
+    table = common.Table(["measure", "median"])
+    table.add(f"W1 loop, {args.batch} frames: recording, ms", rows["w1_loop_record_ms"])
+    table.add(f"W1 loop, {args.batch} frames: the flush, ms", rows["w1_loop_flush_ms"])
+    table.add("W2: one frame's flush without its launch, us", rows["w2_flush_without_launch_us"])
+    from lazycv.cli.info import info_facts
+    print(f"lazycv {lazycv.__version__} on {lazycv.backend()}; recording: {info_facts()['recording']}")
+    print(table)
+    print(f"wrote {common.write_json('host_flush.json', {'device': common.device_info(), **rows})}")
+
+
+if __name__ == "__main__":
+    main()
