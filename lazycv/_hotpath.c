@@ -665,13 +665,18 @@ static int read_shared_now(PyObject *out) {
 
 /* recipes.call's replay in one C call: the recipe's result; RUN where the function just
  * runs; MISS where the Python path decides (a capture, recipes off or checked). */
+static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *kw);
+
 static PyObject *call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL && RecipeT != NULL);
     if (nargs != 3 || !PyTuple_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "call(fn, args: tuple, kw)");
         return NULL;
     }
-    PyObject *fn = args[0], *pos = args[1], *kw = args[2];
+    return hot_call(mod, args[0], args[1], args[2]);
+}
+
+static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *kw) {
     int on = flag(recipes_dict, s_ENABLED), check = flag(recipes_dict, s_CHECK);
     if (on < 0 || check < 0)
         return NULL;
@@ -1368,6 +1373,159 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ cv2.cuda functions */
+/* A cv2.cuda function as ops.common.cuda_api makes it: ``Api(fn, slow, lock)`` called takes the
+ * runtime lock, replays the call's recipe (hot_call) and answers; where the replay says RUN or
+ * MISS (or before bind()), ``slow(args, kw, answer)`` — the Python wrapper's body — runs the
+ * call, with the lock still held. The Python wrapper (a frame, a ``with``, recipes.call's
+ * frame) cost about a third of a replayed call. Attributes (__name__, __doc__, __wrapped__)
+ * live in the object's __dict__. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn, *slow, *acquire, *release, *dict;
+    vectorcallfunc vectorcall;
+} ApiObject;
+
+static PyObject *api_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    ApiObject *self = (ApiObject *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *pos = PyTuple_New(nargs), *kw = Py_None, *out = NULL, *answer = NULL;
+    if (pos == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(pos, i, args[i]);
+    }
+    Py_INCREF(kw);
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) {
+        Py_DECREF(kw);
+        if ((kw = PyDict_New()) == NULL) {
+            Py_DECREF(pos);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
+            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+                Py_DECREF(pos);
+                Py_DECREF(kw);
+                return NULL;
+            }
+    }
+    PyObject *r = PyObject_CallNoArgs(self->acquire);
+    if (r == NULL) {
+        Py_DECREF(pos);
+        Py_DECREF(kw);
+        return NULL;
+    }
+    Py_DECREF(r);
+    if (NodeT != NULL && RecipeT != NULL) {
+        PyObject *kwd = kw;
+        if (kw == Py_None && (kwd = PyDict_New()) == NULL)
+            goto release;
+        answer = hot_call(NULL, self->fn, pos, kwd);
+        if (kwd != kw)
+            Py_DECREF(kwd);
+        if (answer == NULL)
+            goto release;
+        if (answer != RUN && answer != MISS) {
+            out = answer;
+            answer = NULL;
+            goto release;
+        }
+    }
+    out = PyObject_CallFunctionObjArgs(self->slow, pos, kw, answer != NULL ? answer : Py_None, NULL);
+release:
+    {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *rr = PyObject_CallNoArgs(self->release);
+        if (rr == NULL) {                                  /* (a release that fails wins) */
+            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+            Py_CLEAR(out);
+        } else {
+            Py_DECREF(rr);
+            PyErr_Restore(et, ev, tb);
+        }
+    }
+    Py_XDECREF(answer);
+    Py_DECREF(pos);
+    Py_DECREF(kw);
+    return out;
+}
+
+static PyObject *api_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *fn, *slow, *lock;
+    if (!PyArg_ParseTuple(args, "OOO:Api", &fn, &slow, &lock))
+        return NULL;
+    ApiObject *self = (ApiObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(fn); self->fn = fn;
+    Py_INCREF(slow); self->slow = slow;
+    self->acquire = PyObject_GetAttrString(lock, "acquire");
+    self->release = PyObject_GetAttrString(lock, "release");
+    self->dict = PyDict_New();
+    self->vectorcall = api_vectorcall;
+    if (self->acquire == NULL || self->release == NULL || self->dict == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int api_traverse(ApiObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fn); Py_VISIT(self->slow); Py_VISIT(self->acquire); Py_VISIT(self->release);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int api_clear(ApiObject *self) {
+    Py_CLEAR(self->fn); Py_CLEAR(self->slow); Py_CLEAR(self->acquire); Py_CLEAR(self->release);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void api_dealloc(ApiObject *self) {
+    PyObject_GC_UnTrack(self);
+    api_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *api_get_fn(ApiObject *self, void *closure) {
+    Py_INCREF(self->fn);
+    return self->fn;
+}
+
+static PyObject *api_repr(ApiObject *self) {
+    PyObject *name = PyDict_GetItemString(self->dict, "__name__");
+    return name != NULL ? PyUnicode_FromFormat("<cv2.cuda function %S (lazycv)>", name)
+                        : PyUnicode_FromString("<cv2.cuda function (lazycv)>");
+}
+
+static PyGetSetDef api_getset[] = {
+    {"fn", (getter)api_get_fn, NULL, "the op function the recipes are keyed by", NULL},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ApiType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazycv._hotpath.Api",
+    .tp_basicsize = sizeof(ApiObject),
+    .tp_dealloc = (destructor)api_dealloc,
+    .tp_vectorcall_offset = offsetof(ApiObject, vectorcall),
+    .tp_repr = (reprfunc)api_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A cv2.cuda function: the recipe replay in C, the rest through its Python wrapper",
+    .tp_traverse = (traverseproc)api_traverse,
+    .tp_clear = (inquiry)api_clear,
+    .tp_getset = api_getset,
+    .tp_dictoffset = offsetof(ApiObject, dict),
+    .tp_new = api_new,
+};
+
 /* ------------------------------------------------------------------ module */
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS, "bind(Node, Source, GpuMat, Recording, ir, runtime, plain types)"},
@@ -1406,6 +1564,11 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s_plan_hits, "plan_hits"); INTERN(s__run_program, "_run_program");
     INTERN(s__let_go_of_history, "_let_go_of_history"); INTERN(s__flush_planned, "_flush_planned");
     if ((ONE = PyLong_FromLong(1)) == NULL)
+        return NULL;
+    if (PyType_Ready(&ApiType) < 0)
+        return NULL;
+    Py_INCREF(&ApiType);
+    if (PyModule_AddObject(m, "Api", (PyObject *)&ApiType) < 0)
         return NULL;
     if (INT0 == NULL || ZERO == NULL || NEG_ZERO == NULL)
         return NULL;

@@ -46,6 +46,7 @@ try:
 except ImportError:
     _hotpath = None
 HOT = False             # True once bind() has handed the C functions the classes
+API_TYPE = _hotpath.Api if _hotpath is not None else None   # cv2.cuda functions' C wrapper (ops.common)
 _GPUMAT = None
 
 _PLAIN = frozenset((int, float, bool, str, type(None)))
@@ -146,9 +147,10 @@ def _alias(a, mats):
     return -1
 
 
-def call(fn, args, kw, GpuMat):
-    """``fn(*args, **kw)`` through its recipe when one fits (the caller holds the runtime lock)."""
-    if HOT:
+def call(fn, args, kw, GpuMat, hot=True):
+    """``fn(*args, **kw)`` through its recipe when one fits (the caller holds the runtime lock);
+    ``hot=False``: the C replay already answered MISS (lazycv._hotpath.Api)."""
+    if HOT and hot:
         out = _hotpath.call(fn, args, kw)      # the replay in C, when the recipe exists
         if out is _RUN:                        # (nothing to capture or replay: see _hotpath.call)
             return fn(*args, **kw)

@@ -223,6 +223,48 @@ def test_let_go_equals_the_python_one(monkeypatch):
     assert run(True) == run(False) == ([(), "gone"], [True, False], True)
 
 
+def test_cv2_cuda_functions_are_the_c_wrapper_and_answer_as_the_python_one(monkeypatch):
+    """ops.common.cuda_api's C wrapper (_hotpath.Api): the same results, errors and attributes
+    as the Python wrapper it stands for, and the runtime lock released after every call."""
+    import inspect
+    import threading
+    from lazycv.ops import common
+    if recipes.API_TYPE is None:
+        pytest.skip("LAZYCV_HOTPATH=0: cv2.cuda functions are Python wrappers")
+    fn = cv2.cuda.add.__wrapped__
+    assert type(cv2.cuda.add) is hot.Api and cv2.cuda.add.__name__ == "add" and cv2.cuda.add.__doc__ == fn.__doc__
+    assert str(inspect.signature(cv2.cuda.add)) == str(inspect.signature(fn))
+    monkeypatch.setattr(recipes, "API_TYPE", None)
+    monkeypatch.setitem(common.API, "add", cv2.cuda.add)          # (put back after the test)
+    monkeypatch.setitem(common.API, "resize", cv2.cuda.resize)
+    py_add = common.cuda_api("add")(fn)
+    py_resize = common.cuda_api("resize")(cv2.cuda.resize.__wrapped__)
+    a = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+
+    def free():                                # (another thread can take the runtime lock)
+        got = []
+        t = threading.Thread(target=lambda: got.append(runtime.STATE.lock.acquire(timeout=5)) or
+                             runtime.STATE.lock.release())
+        t.start()
+        t.join()
+        return got == [True]
+    for c_add, c_resize in ((cv2.cuda.add, cv2.cuda.resize), (py_add, py_resize)):
+        outs = [c_add(a, (1, 2, 3)).download() for _ in range(4)]          # noted, captured, replayed
+        outs += [c_resize(a, (3, 2), interpolation=cv2.INTER_NEAREST).download() for _ in range(4)]
+        for want, got in zip([cv2.add(a.download(), (1, 2, 3, 0))] * 4 +
+                             [cv2.resize(a.download(), (3, 2), interpolation=cv2.INTER_NEAREST)] * 4, outs):
+            np.testing.assert_array_equal(got, want)
+        for bad, match in (((a,), "missing"), ((a, 1, None, None, -1, None, 7), "positional"),
+                           ((a, 1), "unexpected keyword")):
+            kw = {"colour": 1} if match == "unexpected keyword" else {}
+            with pytest.raises(cv2.error, match=match):
+                c_add(*bad, **kw)
+            assert free()
+        with pytest.raises(cv2.error, match="out of range"):
+            c_resize(a, (0, 0), fx=float("inf"), fy=1.0)
+        assert free()
+
+
 def _spying(served):
     """The extension's functions, with flush_program's answers collected in ``served``."""
     from types import SimpleNamespace

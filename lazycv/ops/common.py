@@ -20,19 +20,31 @@ def cuda_api(name):
     function cannot take (an unknown keyword, too many positionals, a missing one) and numbers
     no integer can hold (``fx=inf``) are a cv2.error, as OpenCV's binding reports them."""
     def deco(fn):
-        def wrapper(*args, **kw):
-            with STATE.lock:
-                try:
-                    return recipes.call(fn, args, kw, _GPUMAT or gpumat_cls())
-                except TypeError:                # (no cost on the way that raises nothing)
-                    problem = binding_problem(fn, args, kw)     # (errors.py: methods share it)
-                    if problem is None:
-                        raise
-                    raise binding_error(name, problem) from None
-                except OverflowError as e:
-                    raise cv_error(name, f"an argument is out of range: {e}", StsOutOfRange) from None
+        def run(args, kw, answer):
+            """The call (the runtime lock held): ``answer`` is what the C replay said — RUN:
+            the function runs; MISS: recipes' Python path decides; None: recipes.call, its C
+            replay included."""
+            try:
+                if answer is recipes._RUN:
+                    return fn(*args, **(kw or {}))
+                return recipes.call(fn, args, kw or {}, _GPUMAT or gpumat_cls(), hot=answer is None)
+            except TypeError:                # (no cost on the way that raises nothing)
+                problem = binding_problem(fn, args, kw or {})     # (errors.py: methods share it)
+                if problem is None:
+                    raise
+                raise binding_error(name, problem) from None
+            except OverflowError as e:
+                raise cv_error(name, f"an argument is out of range: {e}", StsOutOfRange) from None
+
+        if recipes.API_TYPE is not None:     # the lock, the replay and the answer in C
+            wrapper = recipes.API_TYPE(fn, run, STATE.lock)
+        else:
+            def wrapper(*args, **kw):
+                with STATE.lock:
+                    return run(args, kw, None)
         wrapper.__name__ = name
         wrapper.__qualname__ = name
+        wrapper.__module__ = fn.__module__
         wrapper.__doc__ = fn.__doc__
         wrapper.__wrapped__ = fn
         API[name] = wrapper
