@@ -1501,6 +1501,15 @@ static PyObject *api_repr(ApiObject *self) {
                         : PyUnicode_FromString("<cv2.cuda function (lazycv)>");
 }
 
+/* bound as a Python function is: a method when it is a class's attribute (GpuMat.convertTo) */
+static PyObject *api_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
 static PyGetSetDef api_getset[] = {
     {"fn", (getter)api_get_fn, NULL, "the op function the recipes are keyed by", NULL},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
@@ -1522,6 +1531,7 @@ static PyTypeObject ApiType = {
     .tp_traverse = (traverseproc)api_traverse,
     .tp_clear = (inquiry)api_clear,
     .tp_getset = api_getset,
+    .tp_descr_get = api_get,
     .tp_dictoffset = offsetof(ApiObject, dict),
     .tp_new = api_new,
 };

@@ -92,6 +92,13 @@ def host_array_info(func, arr):
     return rows, cols, depth, cn, rows2d
 
 
+def _convert(args, kw, answer):
+    """GpuMat.convertTo's call (the runtime lock held; ``answer``: as ops.common.cuda_api's)."""
+    if answer is recipes._RUN:
+        return convert_to(*args, **(kw or {}))
+    return recipes.call(convert_to, args, kw or {}, GpuMat, hot=answer is None)     # (lazycv/recipes.py)
+
+
 @binding_class
 class GpuMat:
     """OpenCV's ``cv::cuda::GpuMat`` with lazy results.
@@ -678,7 +685,12 @@ class GpuMat:
 
     def convertTo(self, *args, **kw):
         with STATE.lock:
-            return recipes.call(convert_to, (self,) + args, kw, GpuMat)     # (lazycv/recipes.py)
+            return _convert((self,) + args, kw, None)
+
+    if recipes.API_TYPE is not None:      # the lock and the recipe replay in C, as cv2.cuda functions
+        convertTo = recipes.API_TYPE(convert_to, _convert, STATE.lock)
+        convertTo.__name__ = convertTo.__qualname__ = "convertTo"
+        convertTo.__doc__, convertTo.__module__ = convert_to.__doc__, __name__
 
     def clone(self):
         return copy_to(self)
