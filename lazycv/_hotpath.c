@@ -1418,12 +1418,7 @@ static PyObject *api_vectorcall(PyObject *self_, PyObject *const *args, size_t n
     }
     Py_DECREF(r);
     if (NodeT != NULL && RecipeT != NULL) {
-        PyObject *kwd = kw;
-        if (kw == Py_None && (kwd = PyDict_New()) == NULL)
-            goto release;
-        answer = hot_call(NULL, self->fn, pos, kwd);
-        if (kwd != kw)
-            Py_DECREF(kwd);
+        answer = hot_call(NULL, self->fn, pos, kw);       /* (kw: a dict or None) */
         if (answer == NULL)
             goto release;
         if (answer != RUN && answer != MISS) {
