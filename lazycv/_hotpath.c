@@ -1092,22 +1092,21 @@ static PyObject *runtime_fn(PyObject *name) {            /* borrowed */
     return f;
 }
 
-/* runtime.flush(requested)'s work when an earlier flush of the same recording went out as one
- * program (lazycv.program) and nothing else is going on: the calling thread's live pending
- * results, their owners, the replay key (plancache.PlanCache.replay_key), the remembered
- * flush, then runtime._flush's steps — a new recording, the counts, the program's run, the
- * letting go of history — or, where the program declines, runtime._flush_planned (streams are
- * the program's business: streams.select_mats). Returns False, having changed nothing but
- * dropping the thread's dead pending references, where the Python path decides: other
+/* runtime.flush(requested)'s work (runtime._flush) when the calling thread's results are all
+ * there is: its live pending results, their owners, the replay key (plancache.PlanCache.
+ * replay_key) and the remembered flush; then a new recording, the counts, and the remembered
+ * program's run with the letting go of history — or runtime._flush_planned for the rest (no
+ * program, or one that declines, or nothing remembered). Returns False, having changed nothing
+ * but dropping the thread's dead pending references, where the Python path decides: other
  * threads' results, pending writes into memory, several devices, a batch program being
- * captured, a closed recording, no remembered program. */
-static PyObject *flush_program(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+ * captured. (Streams are the program's business: streams.select_mats.) */
+static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL && RecipeT != NULL);
     if (nargs != 1) {
-        PyErr_SetString(PyExc_TypeError, "flush_program(requested)");
+        PyErr_SetString(PyExc_TypeError, "flush_alone(requested)");
         return NULL;
     }
-    PyObject *requested = PySequence_Fast(args[0], "flush_program: requested must be a sequence");
+    PyObject *requested = PySequence_Fast(args[0], "flush_alone: requested must be a sequence");
     if (requested == NULL)
         return NULL;
     PyObject *result = NULL, *pending = NULL, *mats = NULL, *have = NULL, *req = NULL, *rec = NULL;
@@ -1142,8 +1141,6 @@ static PyObject *flush_program(PyObject *mod, PyObject *const *args, Py_ssize_t 
     rec = PyObject_GetAttr(IR_THREAD, s_rec);
     if (rec == NULL)
         goto fail;
-    if (SLOT(rec, R_open) == NULL || SLOT(rec, R_open) != Py_True)
-        goto python;
     /* runtime.live_pending(everyone=False), for one thread: the live mats, dead references dropped */
     mats = PyList_New(0);
     have = PySet_New(NULL);
@@ -1227,14 +1224,13 @@ static PyObject *flush_program(PyObject *mod, PyObject *const *args, Py_ssize_t 
     }
     Py_DECREF(alive);
     Py_ssize_t nm = PyList_GET_SIZE(mats);
-    if (nm == 0)
-        goto python;
-    /* plancache.PlanCache.replay_key */
+    /* plancache.PlanCache.replay_key: None for a closed recording or a result pending since an
+     * earlier flush (which a position cannot name) */
+    int keyed = nm > 0 && SLOT(rec, R_open) == Py_True;
     PyObject *gen = SLOT(rec, R_gen);
-    live = PyTuple_New(nm);
-    if (live == NULL)
+    if (keyed && (live = PyTuple_New(nm)) == NULL)
         goto fail;
-    for (Py_ssize_t i = 0; i < nm; i++) {
+    for (Py_ssize_t i = 0; keyed && i < nm; i++) {
         PyObject *m = PyList_GET_ITEM(mats, i), *nd = SLOT(m, G_node);
         if (Py_TYPE(nd) != NodeT)
             goto python;
@@ -1242,8 +1238,10 @@ static PyObject *flush_program(PyObject *mod, PyObject *const *args, Py_ssize_t 
         int same = g != NULL && gen != NULL ? PyObject_RichCompareBool(g, gen, Py_EQ) : 0;
         if (same < 0)
             goto fail;
-        if (!same || p == NULL)
-            goto python;                                   /* pending since an earlier flush */
+        if (!same || p == NULL) {
+            keyed = 0;
+            break;
+        }
         Py_ssize_t rpos = PyLong_AsSsize_t(p);
         if (rpos == -1 && PyErr_Occurred())
             goto fail;
@@ -1260,92 +1258,107 @@ static PyObject *flush_program(PyObject *mod, PyObject *const *args, Py_ssize_t 
             goto fail;
         PyTuple_SET_ITEM(live, i, v);
     }
-    PyObject *fuse = PyObject_GetAttr(STATE, s_fuse), *tokens = PyList_AsTuple(SLOT(rec, R_tokens));
-    PyObject *parts = fuse != NULL && tokens != NULL ? PyTuple_Pack(3, fuse, tokens, live) : NULL;
-    Py_XDECREF(fuse);
-    Py_XDECREF(tokens);
-    if (parts == NULL)
-        goto fail;
-    key = PyObject_CallOneArg(REPLAY_KEY, parts);
-    Py_DECREF(parts);
-    if (key == NULL)
-        goto fail;
-    /* plancache.PlanCache.replay, the look-up */
-    PyObject *plans = PyObject_GetAttr(STATE, s_plans);
-    PyObject *replays = plans != NULL ? PyObject_GetAttr(plans, s__replays) : NULL;
-    Py_XDECREF(plans);
-    if (replays == NULL)
-        goto fail;
-    replay = PyObject_GetItem(replays, key);
-    if (replay == NULL) {
-        Py_DECREF(replays);
-        if (!PyErr_ExceptionMatches(PyExc_KeyError))
+    PyObject *replays = NULL;
+    if (keyed) {
+        PyObject *fuse = PyObject_GetAttr(STATE, s_fuse), *tokens = PyList_AsTuple(SLOT(rec, R_tokens));
+        PyObject *parts = fuse != NULL && tokens != NULL ? PyTuple_Pack(3, fuse, tokens, live) : NULL;
+        Py_XDECREF(fuse);
+        Py_XDECREF(tokens);
+        if (parts == NULL)
             goto fail;
-        PyErr_Clear();
-        goto python;
-    }
-    program = PyObject_GetAttr(replay, s_program);
-    int usable = program != NULL ? PyObject_IsTrue(program) : -1;
-    if (usable <= 0) {
-        Py_DECREF(replays);
-        if (usable < 0)
+        key = PyObject_CallOneArg(REPLAY_KEY, parts);
+        Py_DECREF(parts);
+        if (key == NULL)
             goto fail;
-        goto python;
+        /* plancache.PlanCache.replay's look-up */
+        PyObject *plans = PyObject_GetAttr(STATE, s_plans);
+        replays = plans != NULL ? PyObject_GetAttr(plans, s__replays) : NULL;
+        Py_XDECREF(plans);
+        if (replays == NULL)
+            goto fail;
+        replay = PyObject_GetItem(replays, key);
+        if (replay == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+                Py_DECREF(replays);
+                goto fail;
+            }
+            PyErr_Clear();
+        }
     }
-    /* from here on the flush is this one: runtime._flush's steps */
-    PyObject *stored = PyObject_GetAttr(replay, s_key);
-    r = stored != NULL ? PyObject_CallMethodOneArg(replays, s_move_to_end, stored) : NULL;
-    Py_XDECREF(stored);
-    Py_DECREF(replays);
-    if (r == NULL)
-        goto fail;
-    Py_CLEAR(r);
+    /* runtime._flush's steps: the recording ends, the counts */
     PyObject *fn = PyDict_GetItemWithError(ir_dict, s_new_recording);
     if (fn == NULL) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir.new_recording is missing");
+        Py_XDECREF(replays);
         goto fail;
     }
     ended = PyObject_CallNoArgs(fn);                      /* (the recording that ends: rec) */
-    if (ended == NULL)
+    if (ended == NULL || (fn = runtime_fn(s_count_recorded)) == NULL || (r = PyObject_CallNoArgs(fn)) == NULL ||
+            PyObject_SetAttr(STATE, s_since_flush, INT0) < 0) {
+        Py_XDECREF(replays);
         goto fail;
-    if ((fn = runtime_fn(s_count_recorded)) == NULL || (r = PyObject_CallNoArgs(fn)) == NULL)
-        goto fail;
-    Py_CLEAR(r);
-    if (PyObject_SetAttr(STATE, s_since_flush, INT0) < 0)
-        goto fail;
-    PyObject *stats = PyObject_GetAttr(STATE, s_stats);
-    if (stats == NULL)
-        goto fail;
-    PyObject *hits = PyObject_GetItem(stats, s_plan_hits);
-    PyObject *more = hits != NULL ? PyNumber_Add(hits, ONE) : NULL;
-    int bad = more == NULL || PyObject_SetItem(stats, s_plan_hits, more) < 0;
-    Py_XDECREF(hits);
-    Py_XDECREF(more);
-    Py_DECREF(stats);
-    if (bad)
-        goto fail;
-    if ((fn = runtime_fn(s__run_program)) == NULL)
-        goto fail;
-    PyObject *const run_args[3] = {replay, ended, mats};
-    r = PyObject_Vectorcall(fn, run_args, 3, NULL);
-    if (r == NULL)
-        goto fail;
-    int done = PyObject_IsTrue(r);
-    Py_CLEAR(r);
-    if (done < 0)
-        goto fail;
-    if (done) {
-        if ((fn = runtime_fn(s__let_go_of_history)) == NULL || (r = PyObject_CallNoArgs(fn)) == NULL)
-            goto fail;
-    } else {
-        if ((fn = runtime_fn(s__flush_planned)) == NULL)
-            goto fail;
-        PyObject *const rest[5] = {ended, mats, req, key, replay};
-        if ((r = PyObject_Vectorcall(fn, rest, 5, NULL)) == NULL)
-            goto fail;
     }
     Py_CLEAR(r);
+    if (nm == 0) {
+        Py_XDECREF(replays);
+        goto served;
+    }
+    if (replay != NULL) {                                  /* a hit: moved by its stored key, counted */
+        PyObject *stored = PyObject_GetAttr(replay, s_key);
+        r = stored != NULL ? PyObject_CallMethodOneArg(replays, s_move_to_end, stored) : NULL;
+        Py_XDECREF(stored);
+        if (r == NULL) {
+            Py_XDECREF(replays);
+            goto fail;
+        }
+        Py_CLEAR(r);
+        PyObject *stats = PyObject_GetAttr(STATE, s_stats);
+        PyObject *hits = stats != NULL ? PyObject_GetItem(stats, s_plan_hits) : NULL;
+        PyObject *more = hits != NULL ? PyNumber_Add(hits, ONE) : NULL;
+        int bad = more == NULL || PyObject_SetItem(stats, s_plan_hits, more) < 0;
+        Py_XDECREF(hits);
+        Py_XDECREF(more);
+        Py_XDECREF(stats);
+        if (bad) {
+            Py_XDECREF(replays);
+            goto fail;
+        }
+        program = PyObject_GetAttr(replay, s_program);
+        if (program == NULL) {
+            Py_XDECREF(replays);
+            goto fail;
+        }
+    }
+    Py_XDECREF(replays);
+    int usable = program != NULL ? PyObject_IsTrue(program) : 0;
+    if (usable < 0)
+        goto fail;
+    if (usable) {                                          /* the remembered program's run */
+        if ((fn = runtime_fn(s__run_program)) == NULL)
+            goto fail;
+        PyObject *const run_args[3] = {replay, ended, mats};
+        r = PyObject_Vectorcall(fn, run_args, 3, NULL);
+        if (r == NULL)
+            goto fail;
+        int done = PyObject_IsTrue(r);
+        Py_CLEAR(r);
+        if (done < 0)
+            goto fail;
+        if (done) {
+            if ((fn = runtime_fn(s__let_go_of_history)) == NULL || (r = PyObject_CallNoArgs(fn)) == NULL)
+                goto fail;
+            Py_CLEAR(r);
+            goto served;
+        }
+    }
+    if ((fn = runtime_fn(s__flush_planned)) == NULL)
+        goto fail;
+    PyObject *const rest[5] = {ended, mats, req, key != NULL ? key : Py_None, replay != NULL ? replay : Py_None};
+    if ((r = PyObject_Vectorcall(fn, rest, 5, NULL)) == NULL)
+        goto fail;
+    Py_CLEAR(r);
+served:
     result = Py_True;
     Py_INCREF(result);
     goto done;
@@ -1541,8 +1554,8 @@ static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
     {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},
-    {"flush_program", (PyCFunction)(void (*)(void))flush_program, METH_FASTCALL,
-     "runtime.flush(requested) through a remembered program, or False where Python decides"},
+    {"flush_alone", (PyCFunction)(void (*)(void))flush_alone, METH_FASTCALL,
+     "runtime.flush(requested) for the calling thread's results alone, or False where Python decides"},
     {NULL, NULL, 0, NULL},
 };
 

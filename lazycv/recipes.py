@@ -182,6 +182,14 @@ def call(fn, args, kw, GpuMat, hot=True):
     return out
 
 
+def answered(fn, args, kw, GpuMat, answer):
+    """The call after the C wrapper's answer (lazycv._hotpath.Api; None: no answer yet, as from
+    a Python wrapper): RUN runs the function, MISS takes the Python path without asking C again."""
+    if answer is _RUN:
+        return fn(*args, **kw)
+    return call(fn, args, kw, GpuMat, hot=answer is None)
+
+
 def _remember(key, value):
     """Keep ``value`` for ``key``; a full table starts over (a program whose signatures never
     repeat — a scalar that changes every frame — keeps paying only a look-up)."""

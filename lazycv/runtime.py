@@ -360,8 +360,8 @@ def flush(requested=(), everyone=False):
                 if ir._THREAD.rec.tokens:
                     ir.new_recording()
                 return
-            # a flush that an earlier one's program serves, in C where it was built
-            if HOTPATH is not None and not everyone and HOTPATH.flush_program(requested):
+            # the calling thread's results alone: _flush's work in C where it was built
+            if HOTPATH is not None and not everyone and HOTPATH.flush_alone(requested):
                 return
             pending = live_pending(everyone)
             if ir.MULTI_DEVICE:
@@ -441,8 +441,7 @@ def _flush(requested, pending):
 
 def _flush_planned(rec, mats, req, key, replay):
     """The rest of a flush that no program served: its plan replayed (``replay``) or made, the
-    launches, and what the next replays keep (lazycv._hotpath.flush_program continues here
-    when a program declines)."""
+    launches, and what the next replays keep (lazycv._hotpath.flush_alone continues here)."""
     if replay is not None:
         sinks, kernels, phases = replay.thaw(rec, mats)
         plan = lambda values, by_node: (kernels, phases)      # noqa: E731

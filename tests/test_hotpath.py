@@ -266,10 +266,10 @@ def test_cv2_cuda_functions_are_the_c_wrapper_and_answer_as_the_python_one(monke
 
 
 def _spying(served):
-    """The extension's functions, with flush_program's answers collected in ``served``."""
+    """The extension's functions, with flush_alone's answers collected in ``served``."""
     from types import SimpleNamespace
     funcs = {n: getattr(hot, n) for n in dir(hot) if not n.startswith("_")}
-    funcs["flush_program"] = lambda req: served.append(hot.flush_program(req)) or served[-1]
+    funcs["flush_alone"] = lambda req: served.append(hot.flush_alone(req)) or served[-1]
     return SimpleNamespace(**funcs)
 
 
@@ -300,8 +300,8 @@ def _program_loop(frames, batched):
 
 
 @pytest.mark.parametrize("batched", [False, True])
-def test_flush_program_equals_the_python_flush(monkeypatch, batched):
-    """_hotpath.flush_program serves a flush an earlier one's program can, as runtime._flush
+def test_flush_alone_equals_the_python_flush(monkeypatch, batched):
+    """_hotpath.flush_alone computes the calling thread's flushes as runtime._flush
     does: the same pixels and the same counters, flush by flush."""
     if recipes._hotpath is None:
         pytest.skip("LAZYCV_HOTPATH=0: the flush runs in Python")
@@ -326,8 +326,8 @@ def test_flush_program_equals_the_python_flush(monkeypatch, batched):
             np.testing.assert_array_equal(a, b)
 
 
-def test_flush_program_leaves_what_it_cannot_serve_to_python(monkeypatch):
-    """Another thread's pending results or a pending write into memory: _hotpath.flush_program
+def test_flush_alone_leaves_what_it_cannot_serve_to_python(monkeypatch):
+    """Another thread's pending results or a pending write into memory: _hotpath.flush_alone
     answers False and changes nothing (the Python path computes the flush); a program that
     declines: the flush goes on through runtime._flush_planned. The results stay right."""
     if recipes._hotpath is None:
@@ -348,14 +348,14 @@ def test_flush_program_leaves_what_it_cannot_serve_to_python(monkeypatch):
     t.start()
     t.join()
     r = cv2.cuda.add(a, (1, 2, 3))
-    assert hot.flush_program([r]) is False and r._node is not None and other[0]._node is not None
+    assert hot.flush_alone([r]) is False and r._node is not None and other[0]._node is not None
     lazycv.materialize(r)
     np.testing.assert_array_equal(r.download(), want)
     np.testing.assert_array_equal(other[0].download(), cv2.add(a.download(), 1))
     into = upload(np.zeros((4, 5, 3), np.uint8))
     cv2.cuda.add(a, (1, 2, 3), dst=into)       # a pending write into memory
     r = cv2.cuda.add(a, (1, 2, 3))
-    assert hot.flush_program([r]) is False and r._node is not None
+    assert hot.flush_alone([r]) is False and r._node is not None
     lazycv.materialize(r)
     np.testing.assert_array_equal(into.download(), want)
     from lazycv import program

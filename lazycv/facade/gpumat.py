@@ -94,9 +94,7 @@ def host_array_info(func, arr):
 
 def _convert(args, kw, answer):
     """GpuMat.convertTo's call (the runtime lock held; ``answer``: as ops.common.cuda_api's)."""
-    if answer is recipes._RUN:
-        return convert_to(*args, **(kw or {}))
-    return recipes.call(convert_to, args, kw or {}, GpuMat, hot=answer is None)     # (lazycv/recipes.py)
+    return recipes.answered(convert_to, args, kw or {}, GpuMat, answer)     # (lazycv/recipes.py)
 
 
 @binding_class

@@ -24,12 +24,11 @@ def cuda_api(name):
             """The call (the runtime lock held): ``answer`` is what the C replay said — RUN:
             the function runs; MISS: recipes' Python path decides; None: recipes.call, its C
             replay included."""
+            kw = kw or {}                    # (the C wrapper passes None for no keywords)
             try:
-                if answer is recipes._RUN:
-                    return fn(*args, **(kw or {}))
-                return recipes.call(fn, args, kw or {}, _GPUMAT or gpumat_cls(), hot=answer is None)
+                return recipes.answered(fn, args, kw, _GPUMAT or gpumat_cls(), answer)
             except TypeError:                # (no cost on the way that raises nothing)
-                problem = binding_problem(fn, args, kw or {})     # (errors.py: methods share it)
+                problem = binding_problem(fn, args, kw)     # (errors.py: methods share it)
                 if problem is None:
                     raise
                 raise binding_error(name, problem) from None
