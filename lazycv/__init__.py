@@ -104,6 +104,12 @@ def materialize(*mats):
     """Compute these pending results now (planned together with the calling thread's other
     pending sinks)."""
     with _STATE.lock:
+        hot = _runtime.HOTPATH
+        pend = hot.pending_of(mats) if hot is not None else None     # (the loop below, in C)
+        if pend is not None:
+            if pend:
+                _runtime.flush(pend)
+            return mats[0] if len(mats) == 1 else mats
         flat, stack = [], list(reversed(mats))
         while stack:                       # nested lists: e.g. a batch of split planes
             m = stack.pop()

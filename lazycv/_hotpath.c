@@ -43,7 +43,7 @@ static PyObject *s_rec, *s_device, *s_pending, *s_since_flush, *s_first_seen, *s
 static Py_ssize_t N_op, N_inputs, N_static, N_dyn, N_rows, N_cols, N_depth, N_cn, N_result, N_height,
     N_seq, N_rgen, N_rpos, N_device;
 static Py_ssize_t S_buf, S_rgen, S_rpos, S_y0, S_x0, S_rows, S_cols, S_depth, S_cn;
-static Py_ssize_t R_objs, R_tokens, R_open, R_gen;
+static Py_ssize_t R_objs, R_tokens, R_open, R_gen, R_bufs, R_nbufs;
 static Py_ssize_t G_alloc, G_y0, G_x0, G_rows, G_cols, G_depth, G_cn, G_node, G_src, G_parent, G_views,
     G_stream;
 
@@ -167,6 +167,7 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
     OFF(S_y0, source_t, "y0"); OFF(S_x0, source_t, "x0"); OFF(S_rows, source_t, "rows"); OFF(S_cols, source_t, "cols");
     OFF(S_depth, source_t, "depth"); OFF(S_cn, source_t, "cn");
     OFF(R_objs, rec_t, "objs"); OFF(R_tokens, rec_t, "tokens"); OFF(R_open, rec_t, "open"); OFF(R_gen, rec_t, "gen");
+    OFF(R_bufs, rec_t, "bufs"); OFF(R_nbufs, rec_t, "nbufs");
     OFF(G_alloc, gpumat_t, "_alloc"); OFF(G_y0, gpumat_t, "_y0"); OFF(G_x0, gpumat_t, "_x0");
     OFF(G_rows, gpumat_t, "_rows"); OFF(G_cols, gpumat_t, "_cols"); OFF(G_depth, gpumat_t, "_depth");
     OFF(G_cn, gpumat_t, "_cn"); OFF(G_node, gpumat_t, "_node"); OFF(G_src, gpumat_t, "_src");
@@ -379,6 +380,93 @@ fail:
 }
 
 /* ------------------------------------------------------------------ node */
+static PyObject *deref(PyObject *wr);
+
+/* Recording.first_seen(v) for a Source ``v`` of an open recording: its memory numbered in the
+ * recording (a new number for a buffer not seen yet, or whose id came back for another), then
+ * Recording.add. Anything else (memory that takes no weak reference, a recording at its
+ * LIMIT) through the Python method. New ref: the position. */
+static PyObject *first_seen(PyObject *rec, PyObject *v) {
+    PyObject *bufs = SLOT(rec, R_bufs), *buf = SLOT(v, S_buf);
+    if (SLOT(rec, R_open) != Py_True || bufs == NULL || !PyDict_CheckExact(bufs) || buf == NULL ||
+            !PyType_SUPPORTS_WEAKREFS(Py_TYPE(buf)))
+        return PyObject_CallMethodOneArg(rec, s_first_seen, v);
+    PyObject *key = PyLong_FromVoidPtr(buf), *number = NULL, *token = NULL, *wv = NULL, *pos = NULL;
+    if (key == NULL)
+        return NULL;
+    PyObject *known = PyDict_GetItemWithError(bufs, key);      /* (number, weakref(buf)) */
+    if (known == NULL && PyErr_Occurred())
+        goto done;
+    PyObject *was = known != NULL && PyTuple_CheckExact(known) && PyTuple_GET_SIZE(known) == 2 ?
+        deref(PyTuple_GET_ITEM(known, 1)) : NULL;
+    Py_XDECREF(was);                                           /* (compared by identity only) */
+    if (was == buf) {
+        number = PyTuple_GET_ITEM(known, 0);
+        Py_INCREF(number);
+    } else {
+        PyObject *n = SLOT(rec, R_nbufs);
+        if (n == NULL || !PyLong_CheckExact(n)) {
+            Py_DECREF(key);
+            return PyObject_CallMethodOneArg(rec, s_first_seen, v);
+        }
+        PyObject *wb = PyWeakref_NewRef(buf, NULL);
+        if (wb == NULL)
+            goto done;
+        PyObject *entry = PyTuple_Pack(2, n, wb);
+        Py_DECREF(wb);
+        if (entry == NULL)
+            goto done;
+        int r = PyDict_SetItem(bufs, key, entry);
+        Py_DECREF(entry);
+        if (r < 0)
+            goto done;
+        number = n;
+        Py_INCREF(number);
+        PyObject *next = PyNumber_Add(n, ONE);
+        if (next == NULL)
+            goto done;
+        put_slot(rec, R_nbufs, next);
+    }
+    /* Recording.add(v, (number, depth, cn, rows, cols)) */
+    token = PyTuple_Pack(5, number, SLOT(v, S_depth), SLOT(v, S_cn), SLOT(v, S_rows), SLOT(v, S_cols));
+    if (token == NULL)
+        goto done;
+    untrack(token);                                            /* (ints) */
+    PyObject *objs = SLOT(rec, R_objs), *tokens = SLOT(rec, R_tokens);
+    if ((pos = PyLong_FromSsize_t(PyList_GET_SIZE(objs))) == NULL)
+        goto done;
+    if ((wv = PyWeakref_NewRef(v, NULL)) == NULL)
+        goto fail;
+    untrack(wv);
+    set_slot(v, S_rpos, pos);
+    set_slot(v, S_rgen, SLOT(rec, R_gen));
+    if (PyList_Append(objs, wv) < 0 || PyList_Append(tokens, token) < 0)
+        goto fail;
+    PyObject *limit = PyObject_GetAttr(rec, s_LIMIT);
+    if (limit == NULL)
+        goto fail;
+    int over = PyObject_RichCompareBool(pos, limit, Py_GE);
+    Py_DECREF(limit);
+    if (over < 0)
+        goto fail;
+    if (over) {
+        PyObject *r = PyObject_CallMethodNoArgs(rec, s_close);
+        if (r == NULL)
+            goto fail;
+        Py_DECREF(r);
+    }
+    goto done;
+fail:
+    Py_CLEAR(pos);
+done:
+    Py_XDECREF(wv);
+    Py_XDECREF(token);
+    Py_XDECREF(number);
+    Py_DECREF(key);
+    return pos;
+}
+
+
 static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL);
     if (nargs != 8 || !PyTuple_Check(args[1])) {
@@ -462,7 +550,7 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
                 }
                 Py_INCREF(ref);
             } else {
-                ref = PyObject_CallMethodOneArg(rec, s_first_seen, v);
+                ref = is_source ? first_seen(rec, v) : PyObject_CallMethodOneArg(rec, s_first_seen, v);
                 if (ref == NULL)
                     goto fail;
             }
@@ -614,6 +702,55 @@ static int flag(PyObject *dict, PyObject *name) {
     return PyObject_IsTrue(v);
 }
 
+static inline int long_of(PyObject *o, long *out) {
+    if (o == NULL || !PyLong_CheckExact(o))
+        return 0;
+    *out = PyLong_AsLong(o);
+    return !(*out == -1 && PyErr_Occurred());
+}
+
+/* GpuMat._constant()'s answer where it is the node this recording already made for the fill
+ * (64 frames dividing by one std GpuMat): New ref; NULL without an error where the Python
+ * method decides (the first read of a recording, anything unusual). */
+static PyObject *constant_node(PyObject *m, PyObject *alloc) {
+    PyObject *c = SLOT(alloc, A_constant), *writers = SLOT(alloc, A_writers);
+    if (c == NULL || !PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 5 || writers == NULL ||
+            !PyList_CheckExact(writers) || PyList_GET_SIZE(writers) != 0 || SLOT(alloc, A_exported) != Py_False)
+        return NULL;
+    PyObject *buf = PyTuple_GET_ITEM(c, 0), *n = PyTuple_GET_ITEM(c, 3), *last = PyTuple_GET_ITEM(c, 4);
+    if (buf != SLOT(alloc, A_buf) || Py_TYPE(n) != NodeT || Py_TYPE(last) != NodeT || SLOT(last, N_result) != Py_None)
+        return NULL;
+    PyObject *fuse = PyObject_GetAttr(STATE, s_fuse);
+    if (fuse == NULL)
+        return NULL;
+    int on = PyObject_IsTrue(fuse);
+    Py_DECREF(fuse);
+    if (on <= 0)
+        return NULL;
+    PyObject *rec = PyObject_GetAttr(IR_THREAD, s_rec);
+    if (rec == NULL)
+        return NULL;
+    int same = SLOT(last, N_rgen) != NULL && SLOT(rec, R_gen) != NULL ?
+        PyObject_RichCompareBool(SLOT(last, N_rgen), SLOT(rec, R_gen), Py_EQ) : 0;
+    Py_DECREF(rec);
+    if (same <= 0)
+        return NULL;
+    long y0, x0, ny, nx, my, mx, mr, mc, lr, lc, nd, ncn, md, mcn;
+    if (!long_of(PyTuple_GET_ITEM(c, 1), &y0) || !long_of(PyTuple_GET_ITEM(c, 2), &x0) ||
+            !long_of(SLOT(n, N_rows), &ny) || !long_of(SLOT(n, N_cols), &nx) ||
+            !long_of(SLOT(n, N_depth), &nd) || !long_of(SLOT(n, N_cn), &ncn) ||
+            !long_of(SLOT(m, G_y0), &my) || !long_of(SLOT(m, G_x0), &mx) ||
+            !long_of(SLOT(m, G_rows), &mr) || !long_of(SLOT(m, G_cols), &mc) ||
+            !long_of(SLOT(m, G_depth), &md) || !long_of(SLOT(m, G_cn), &mcn) ||
+            !long_of(SLOT(last, N_rows), &lr) || !long_of(SLOT(last, N_cols), &lc))
+        return NULL;
+    if (nd != md || ncn != mcn || lr != mr || lc != mc ||
+            !(y0 <= my && my + mr <= y0 + ny && x0 <= mx && mx + mc <= x0 + nx))
+        return NULL;
+    Py_INCREF(last);
+    return last;
+}
+
 /* GpuMat._value(func) where it is a field read: a pending result that is not also a write
  * into memory, or memory nothing is writing whose snapshot (Source) is current and holds no
  * setTo fill; everything else (and several devices) through the Python method. New ref. */
@@ -625,6 +762,11 @@ static PyObject *value_of(PyObject *m, PyObject *func, int multi) {
             return nd;
         }
         PyObject *src = SLOT(m, G_src);
+        if (nd == Py_None && alloc != NULL && alloc != Py_None && SLOT(alloc, A_constant) != Py_None) {
+            PyObject *last = constant_node(m, alloc);
+            if (last != NULL || PyErr_Occurred())
+                return last;
+        }
         if (nd == Py_None && alloc != NULL && alloc != Py_None && src != NULL &&
                 SLOT(alloc, A_constant) == Py_None && SLOT(alloc, A_writers) != NULL &&
                 PyList_Check(SLOT(alloc, A_writers)) && PyList_GET_SIZE(SLOT(alloc, A_writers)) == 0) {
@@ -1544,6 +1686,189 @@ static PyTypeObject ApiType = {
     .tp_new = api_new,
 };
 
+/* ------------------------------------------------------------------ materialize */
+/* lazycv.materialize's gathering: the pending GpuMats among ``mats`` (nested lists and tuples
+ * flattened, other objects skipped, each once) — runtime.pending_for of them, where none has
+ * pending writes into its memory; None where one has (the Python function then decides). */
+static int pending_walk(PyObject *o, PyObject *out, PyObject *seen, int depth) {
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+        if (depth > 64) {
+            PyErr_SetString(PyExc_RecursionError, "lazycv.materialize: lists nested too deep");
+            return -1;
+        }
+        PyObject *seq = PySequence_Fast(o, "");                /* (a list can change meanwhile) */
+        if (seq == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            int r = pending_walk(PySequence_Fast_GET_ITEM(seq, i), out, seen, depth + 1);
+            if (r != 1) {
+                Py_DECREF(seq);
+                return r;
+            }
+        }
+        Py_DECREF(seq);
+        return 1;
+    }
+    if (!PyObject_TypeCheck(o, GpuMatT))
+        return 1;
+    PyObject *alloc = SLOT(o, G_alloc);
+    if (alloc != NULL && alloc != Py_None) {
+        PyObject *w = SLOT(alloc, A_writers);
+        if (w == NULL || !PyList_CheckExact(w) || PyList_GET_SIZE(w) != 0)
+            return 0;
+    }
+    PyObject *nd = SLOT(o, G_node);
+    if (nd == NULL || nd == Py_None)
+        return 1;
+    PyObject *key = PyLong_FromVoidPtr(o);
+    if (key == NULL)
+        return -1;
+    int known = PySet_Contains(seen, key);
+    if (known == 0)
+        known = PySet_Add(seen, key) < 0 ? -1 : 0;
+    Py_DECREF(key);
+    if (known < 0)
+        return -1;
+    if (!known && PyList_Append(out, o) < 0)
+        return -1;
+    return 1;
+}
+
+static PyObject *pending_of(PyObject *mod, PyObject *mats) {
+    BOUND(GpuMatT != NULL && AllocT != NULL);
+    PyObject *out = PyList_New(0), *seen = PySet_New(NULL);
+    if (out == NULL || seen == NULL) {
+        Py_XDECREF(out);
+        Py_XDECREF(seen);
+        return NULL;
+    }
+    int r = pending_walk(mats, out, seen, 0);
+    Py_DECREF(seen);
+    if (r != 1) {
+        Py_DECREF(out);
+        if (r < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------ GpuMat(m, roi) */
+/* GpuMat.__init__ as ``Init(slow)``: ``GpuMat(m, (x, y, w, h))`` of memory with nothing pending
+ * (a frame loop's crop of an uploaded frame) sets the view's fields here, as
+ * GpuMat._init_from does (no Python frame, no lock: nothing else runs meanwhile); every other
+ * argument list, and before bind(), runs ``slow`` — the Python __init__. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *slow, *dict;
+    vectorcallfunc vectorcall;
+} InitObject;
+
+/* 1 the view was set, 0 the Python __init__ decides, -1 an error */
+static int view_init(PyObject *self, PyObject *m, PyObject *roi) {
+    if (GpuMatT == NULL || !PyObject_TypeCheck(self, GpuMatT) || Py_TYPE(m) != GpuMatT ||
+            !PyTuple_CheckExact(roi) || PyTuple_GET_SIZE(roi) != 4)
+        return 0;
+    PyObject *alloc = SLOT(m, G_alloc);
+    if (SLOT(m, G_node) != Py_None || alloc == NULL || alloc == Py_None)
+        return 0;
+    long r[4], my, mx, rows, cols;
+    for (int i = 0; i < 4; i++)
+        if (!long_of(PyTuple_GET_ITEM(roi, i), &r[i]))
+            return PyErr_Occurred() ? -1 : 0;
+    if (!long_of(SLOT(m, G_y0), &my) || !long_of(SLOT(m, G_x0), &mx) ||
+            !long_of(SLOT(m, G_rows), &rows) || !long_of(SLOT(m, G_cols), &cols))
+        return PyErr_Occurred() ? -1 : 0;
+    long x = r[0], y = r[1], w = r[2], h = r[3];
+    if (!(rows > 0 && cols > 0 && x >= 0 && y >= 0 && w > 0 && h > 0 && x <= cols - w && y <= rows - h))
+        return 0;                                  /* (an empty view, or the error: Python's) */
+    PyObject *y0 = PyLong_FromLong(my + y), *x0 = PyLong_FromLong(mx + x);
+    if (y0 == NULL || x0 == NULL) {
+        Py_XDECREF(y0);
+        Py_XDECREF(x0);
+        return -1;
+    }
+    set_slot(self, G_alloc, alloc);
+    put_slot(self, G_y0, y0);
+    put_slot(self, G_x0, x0);
+    set_slot(self, G_rows, PyTuple_GET_ITEM(roi, 3));
+    set_slot(self, G_cols, PyTuple_GET_ITEM(roi, 2));
+    set_slot(self, G_depth, SLOT(m, G_depth));
+    set_slot(self, G_cn, SLOT(m, G_cn));
+    set_slot(self, G_node, Py_None); set_slot(self, G_src, Py_None); set_slot(self, G_parent, Py_None);
+    set_slot(self, G_views, Py_None); set_slot(self, G_stream, Py_None);
+    return 1;
+}
+
+static PyObject *init_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    InitObject *self = (InitObject *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs == 3 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)) {
+        int done = view_init(args[0], args[1], args[2]);
+        if (done < 0)
+            return NULL;
+        if (done)
+            Py_RETURN_NONE;
+    }
+    return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+static PyObject *init_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *slow;
+    if (!PyArg_ParseTuple(args, "O:Init", &slow))
+        return NULL;
+    InitObject *self = (InitObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(slow); self->slow = slow;
+    self->vectorcall = init_vectorcall;
+    if ((self->dict = PyDict_New()) == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int init_traverse(InitObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->slow); Py_VISIT(self->dict);
+    return 0;
+}
+
+static int init_clear(InitObject *self) {
+    Py_CLEAR(self->slow); Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void init_dealloc(InitObject *self) {
+    PyObject_GC_UnTrack(self);
+    init_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyGetSetDef init_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject InitType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazycv._hotpath.Init",
+    .tp_basicsize = sizeof(InitObject),
+    .tp_dealloc = (destructor)init_dealloc,
+    .tp_vectorcall_offset = offsetof(InitObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "GpuMat.__init__: a crop of memory in C, everything else through the Python __init__",
+    .tp_traverse = (traverseproc)init_traverse,
+    .tp_clear = (inquiry)init_clear,
+    .tp_getset = init_getset,
+    .tp_descr_get = api_get,
+    .tp_dictoffset = offsetof(InitObject, dict),
+    .tp_new = init_new,
+};
+
 /* ------------------------------------------------------------------ module */
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS, "bind(Node, Source, GpuMat, Recording, ir, runtime, plain types)"},
@@ -1554,6 +1879,7 @@ static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
     {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},
+    {"pending_of", pending_of, METH_O, "lazycv.materialize's pending GpuMats, or None where Python decides"},
     {"flush_alone", (PyCFunction)(void (*)(void))flush_alone, METH_FASTCALL,
      "runtime.flush(requested) for the calling thread's results alone, or False where Python decides"},
     {NULL, NULL, 0, NULL},
@@ -1583,7 +1909,10 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s__let_go_of_history, "_let_go_of_history"); INTERN(s__flush_planned, "_flush_planned");
     if ((ONE = PyLong_FromLong(1)) == NULL)
         return NULL;
-    if (PyType_Ready(&ApiType) < 0)
+    if (PyType_Ready(&ApiType) < 0 || PyType_Ready(&InitType) < 0)
+        return NULL;
+    Py_INCREF(&InitType);
+    if (PyModule_AddObject(m, "Init", (PyObject *)&InitType) < 0)
         return NULL;
     Py_INCREF(&ApiType);
     if (PyModule_AddObject(m, "Api", (PyObject *)&ApiType) < 0)

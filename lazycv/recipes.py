@@ -47,6 +47,7 @@ except ImportError:
     _hotpath = None
 HOT = False             # True once bind() has handed the C functions the classes
 API_TYPE = _hotpath.Api if _hotpath is not None else None   # cv2.cuda functions' C wrapper (ops.common)
+INIT_TYPE = _hotpath.Init if _hotpath is not None else None  # GpuMat.__init__'s C crop (facade.gpumat)
 _GPUMAT = None
 
 _PLAIN = frozenset((int, float, bool, str, type(None)))

@@ -82,6 +82,90 @@ def test_node_equals_the_python_one():
     assert want[2] == [0, 1]                   # both nodes that read the frame are its readers
 
 
+def test_first_seen_numbers_memory_as_the_python_one():
+    """Sources of three buffers, one read twice through two views and one whose id came back
+    for new memory: the same tokens, buffer numbers and positions from the C first read."""
+    def run(make):
+        a = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+        b = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+        op = cv2.cuda.add(a, 1)._node.op
+        runtime.flush()
+        ir.new_recording()
+        rec = ir.recording()
+        views = [GpuMat(a, (0, 0, 2, 2)), GpuMat(b, (1, 1, 2, 2)), GpuMat(a, (3, 2, 2, 2))]
+        srcs = [v._value() for v in views]
+        for s in srcs:
+            make(op, (s,), ("add", "ms", "i", False), (1.0, 1.0, 1.0, 1.0, 0.0), 2, 2, 0, 3)
+        gone = ir.Source(np.zeros((2, 6), np.uint8), 0, 0, 2, 2, 0, 3)
+        rec.bufs[id(gone.buf)] = (7, weakref.ref(np.zeros(1)))      # an id whose memory is gone
+        make(op, (gone,), ("add", "ms", "i", False), (1.0, 1.0, 1.0, 1.0, 0.0), 2, 2, 0, 3)
+        return ([t for t in rec.tokens if len(t) == 5], rec.nbufs,
+                [(s.rgen == rec.gen, s.rpos) for s in srcs + [gone]])
+    want = run(ir.Node)
+    assert run(hot.node) == want
+    assert [t[0] for t in want[0]] == [0, 1, 0, 2] and want[1] == 3
+
+
+def _field(m, name):
+    """A GpuMat field, comparable between two constructions (a lazy crop's node by content)."""
+    v = getattr(m, name)
+    if isinstance(v, ir.Node):
+        return (v.op, v.inputs, v.static, v.dyn, v.rows, v.cols, v.depth, v.cn)
+    return len(v) if name == "_views" and v is not None else v
+
+
+def test_crop_constructor_equals_the_python_one():
+    """GpuMat(m, roi) set in C (lazycv._hotpath.Init) gives the fields the Python __init__ gives,
+    and leaves to it what it does not cover (a pending parent, numpy ints, errors, empties)."""
+    if not isinstance(vars(GpuMat)["__init__"], hot.Init):
+        pytest.skip("LAZYCV_HOTPATH=0: GpuMat.__init__ is Python")
+    python_init = GpuMat.__init__.__wrapped__
+    fields = GpuMat.__slots__[:-1]
+    frame = upload(np.arange(6 * 10 * 3, dtype=np.uint8).reshape(6, 10, 3))
+    view = GpuMat(frame, (1, 2, 8, 4))
+    pending = cv2.cuda.add(frame, 1)
+
+    class Sub(GpuMat):
+        __slots__ = ("tag",)
+    cases = [(frame, (2, 1, 3, 4)), (view, (1, 1, 5, 2)), (frame, (0, 0, 10, 6)), (pending, (1, 1, 2, 2)),
+             (frame, (np.int64(1), 0, 2, 2)), (frame, (1, 1, 0, 2)), (frame, (8, 1, 3, 4)), (frame, (-1, 0, 2, 2)),
+             (frame, (1, 1, 2)), (frame, [1, 1, 2, 2]), (GpuMat(), (0, 0, 1, 1))]
+    for m, roi in cases:
+        for cls in (GpuMat, Sub):
+            got, want = cls.__new__(cls), cls.__new__(cls)
+            errors = []
+            for obj, init in ((got, GpuMat.__init__), (want, python_init)):
+                try:
+                    init(obj, m, roi)
+                    errors.append(None)
+                except cv2.error as e:
+                    errors.append(str(e))
+            assert errors[0] == errors[1], (roi, errors)
+            if errors[0] is None:
+                assert [_field(got, f) for f in fields] == [_field(want, f) for f in fields], roi
+    np.testing.assert_array_equal(GpuMat(view, (1, 1, 5, 2)).download(), frame.download()[3:5, 2:7])
+
+
+def test_a_fill_read_again_in_a_recording_is_its_one_node():
+    """A setTo-filled GpuMat (a std image) read by every frame of a recording is one fill node
+    (the C read answers as GpuMat._constant does); a write into it ends that."""
+    recipes.bind(GpuMat)
+    std = GpuMat(4, 5, cv2.CV_32FC3)
+    std.setTo((0.5, 0.25, 2.0))
+    frames = [upload(np.full((4, 5, 3), i, np.float32)) for i in range(4)]
+    runtime.flush()
+    ir.new_recording()
+    outs = [cv2.cuda.divide(f, std) for f in frames]
+    fills = {id(o._node.inputs[1]) for o in outs}
+    assert len(fills) == 1 and std._value() is outs[0]._node.inputs[1]
+    std.setTo((1.0, 1.0, 1.0))
+    after = cv2.cuda.divide(frames[0], std)
+    assert after._node.inputs[1] is not outs[0]._node.inputs[1]
+    for i, o in enumerate(outs):
+        np.testing.assert_allclose(o.download(), np.full((4, 5, 3), i, np.float32) / np.float32([0.5, 0.25, 2.0]))
+    np.testing.assert_array_equal(after.download(), np.zeros((4, 5, 3), np.float32))
+
+
 def test_a_node_reading_a_computed_result_reads_its_memory():
     a = upload(np.full((3, 4), 5, np.uint8))
     r = cv2.cuda.add(a, 1)
@@ -430,3 +514,19 @@ def test_call_leaves_checks_and_new_signatures_to_python_and_reads_shared_memory
     out = hot.call(fn, (a, 7), {})
     assert out._node is None                                     # computed at the call, as OpenCV would
     np.testing.assert_array_equal(out.download(), np.full((3, 4), 7, np.uint8))
+
+
+def test_pending_of_gathers_as_materialize_does_in_python():
+    """lazycv.materialize's C gathering: nested lists and tuples flattened in order, other
+    objects skipped, each pending GpuMat once; None (Python decides) where memory has a
+    pending write."""
+    a = upload(np.zeros((3, 4), np.uint8))
+    p1, p2, p3 = cv2.cuda.add(a, 1), cv2.cuda.add(a, 2), cv2.cuda.add(a, 3)
+    mats = (p2, [p1, (p3, [p2]), a, 5, "x"], GpuMat())
+    assert hot.pending_of(mats) == runtime.pending_for([p2, p1, p3, p2, a]) == [p2, p1, p3]
+    target = upload(np.zeros((3, 4), np.uint8))
+    cv2.cuda.add(a, 4, dst=target)                 # a pending write into target's memory
+    assert target._alloc.writers and hot.pending_of((p1, target)) is None
+    lazycv.materialize(p1, [target])
+    np.testing.assert_array_equal(target.download(), np.full((3, 4), 4, np.uint8))
+    np.testing.assert_array_equal(p1.download(), np.ones((3, 4), np.uint8))

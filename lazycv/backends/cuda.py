@@ -166,7 +166,9 @@ class CudaBackend(Backend):
         indexing costs ~70 µs a call and even a plain constructor tens of µs, which a batch of
         hundreds of items cannot afford. The layout of one item is worked out once per storage
         (a proper DeviceNDArray); each item copies it, gets its packed launch parameters
-        (``_flatten_array``), and builds its memory view only if something asks for it."""
+        (``_flatten_array``), and builds its memory view only if something asks for it. The
+        layout's plain attributes live on a class made for the storage, so an item is made
+        with three entries of its own instead of a copy of the layout's dozen."""
         cached = storage.__dict__.get("_lazycv_items")
         if cached is None:
             from numba.cuda.cudadrv.devicearray import DeviceNDArray
@@ -174,18 +176,22 @@ class CudaBackend(Backend):
             mem = storage.gpu_data
             first = DeviceNDArray(storage.shape[1:], storage.strides[1:], storage.dtype,
                                   gpu_data=mem.view(0, step))
+            base_cls = _slab_item_class()
             state = {k: v for k, v in first.__dict__.items() if k not in _PER_ITEM}
-            cached = storage._lazycv_items = (state, _flatten_array(first), step, mem)
-        state, flat, step, mem = cached
+            shared = {k: v for k, v in state.items() if not hasattr(base_cls, k)}
+            own = {k: v for k, v in state.items() if k not in shared}   # (where the class has the name)
+            cls = type(base_cls.__name__, (base_cls,), dict(shared, __module__=base_cls.__module__))
+            cached = storage._lazycv_items = (cls, own, _flatten_array(first), step, mem)
+        cls, own, flat, step, mem = cached
         base, head, tail = flat[4], flat[:4], flat[5:]
-        state = dict(state, _lazycv_slab=slab)   # the pool recycles the slab once every item is gone
-        cls = _slab_item_class()
         new = cls.__new__
         items = []
         for b in range(n):
             item = new(cls)
             d = item.__dict__
-            d.update(state)
+            if own:
+                d.update(own)
+            d["_lazycv_slab"] = slab           # the pool recycles the slab once every item is gone
             d["_lazycv_mem"] = (mem, b * step, b * step + step)
             d["_lazycv_params"] = head + (base + b * step,) + tail
             items.append(item)

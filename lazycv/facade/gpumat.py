@@ -1,5 +1,6 @@
 """``cv2.cuda.GpuMat``: a lazy handle that is either memory (a region of an Allocation) or a
 pending result (an IR node), and sometimes both (a pending write into its own memory)."""
+import functools
 import weakref
 
 import cv2
@@ -121,6 +122,9 @@ class GpuMat:
                 self._init_from(args[0], args[1], None, None)     # GpuMat(m, roi): a frame loop's crop
             else:
                 self._construct(args, kw)
+
+    if recipes.INIT_TYPE is not None:     # GpuMat(m, roi) of memory in C; the rest as above
+        __init__ = functools.update_wrapper(recipes.INIT_TYPE(__init__), __init__)
 
     # ---------------------------------------------------------------- construction
     def _construct(self, args, kw):
