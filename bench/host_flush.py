@@ -2,7 +2,7 @@
 negligible: W1's six calls over B small frames (36x48 -> 16x16) recorded, then one flush (the
 W1 loop's shape), and W2's flush of one frame with the backend's launch replaced by a no-op
 (what the flush costs the host besides the launch), and W3's loop (50 ROI crops of one frame,
-seven calls each, one flush). Medians over the repeats, kernels warm. ``--profile`` adds a
+seven calls each, one flush), with the same boxes every frame and with new ones (a detector's). Medians over the repeats, kernels warm. ``--profile`` adds a
 cProfile of each part (top functions by internal time).
 
     python bench/host_flush.py [--batch 64] [--repeats 40] [--profile]
@@ -128,13 +128,24 @@ def main():
             timed(lambda: w3_loop(cv2, lazycv, frame, rois), "warm-up")
         if rep >= 5:
             w3.append(t * 1e3)
+    boxes = np.random.default_rng(1)
+    w3_new = []
+    for rep in range(args.repeats + 5):          # a detector's loop: new boxes every frame
+        new_rois = [(int(x), int(y), 32 + int(boxes.integers(0, 200)), 64 + int(boxes.integers(0, 270)))
+                    for x, y in zip(boxes.integers(0, 700, 50), boxes.integers(0, 200, 50))]
+        t = timed(lambda: w3_loop(cv2, lazycv, frame, new_rois), "W3 loop, new boxes every frame"
+                  if rep >= 5 else "warm-up")
+        if rep >= 5:
+            w3_new.append(t * 1e3)
     rows = {"w1_loop_record_ms": statistics.median(record), "w1_loop_flush_ms": statistics.median(flush),
-            "w2_flush_without_launch_us": statistics.median(one), "w3_loop_ms": statistics.median(w3)}
+            "w2_flush_without_launch_us": statistics.median(one), "w3_loop_ms": statistics.median(w3),
+            "w3_loop_new_boxes_ms": statistics.median(w3_new)}
     table = common.Table(["measure", "median"])
     table.add(f"W1 loop, {args.batch} frames: recording, ms", rows["w1_loop_record_ms"])
     table.add(f"W1 loop, {args.batch} frames: the flush, ms", rows["w1_loop_flush_ms"])
     table.add("W2: one frame's flush without its launch, us", rows["w2_flush_without_launch_us"])
     table.add(f"W3 loop, {len(rois)} crops (recording and flush), ms", rows["w3_loop_ms"])
+    table.add(f"W3 loop, {len(rois)} new crops every frame, ms", rows["w3_loop_new_boxes_ms"])
     for part, stats in profiles.items():
         if part == "warm-up":
             continue

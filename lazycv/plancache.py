@@ -202,7 +202,23 @@ class PlanCache:
             live.append(n.rpos * 4 + (m._alloc is not None) * 2 + (id(m) in requested))
         return ReplayKey((fuse, rec.key(), tuple(live)))
 
-    def replay(self, key, stats):
+    @staticmethod
+    def loose_key(key):
+        """``key`` (a :meth:`replay_key`) with the size left out of each memory region that is
+        read only through inputs whose size the reading node carries in its dyn values (a
+        resize or warp of a crop: the kernel reads the size from the per-item tables, the
+        region's offsets and buffer are arguments). A loop over new crops every frame — a
+        detector's boxes — then replays one plan. None where no size is left out, or where a
+        result writes into memory (whether writes and reads overlap depends on sizes)."""
+        if key is None:
+            return None
+        fuse, tokens, live = key.parts
+        if any(x & 2 for x in live):
+            return None
+        loose = loose_tokens(tokens)
+        return ReplayKey((fuse, loose, live, "loose")) if loose is not None else None
+
+    def replay(self, key, stats, loose=False):
         """The remembered flush (a ``_Replay``) when an earlier flush recorded the same calls
         and left the same mats alive (the same :meth:`replay_key`): its plan serves the new
         values with no walk of the graph (``thaw``). None otherwise. The plan is the one that
@@ -211,12 +227,14 @@ class PlanCache:
         hit = self._replays.get(key) if key is not None else None
         if hit is None:
             return None
-        self._replays.move_to_end(hit.key)        # (the stored key: found by identity)
+        # (the key it was stored under, found by identity; a loose key is stored apart)
+        self._replays.move_to_end(key if loose else hit.key)
         stats["plan_hits"] += 1
         return hit
 
     def remember(self, key, rec, mats, sinks, kernels, phases):
-        """Keep a flush's plan under its :meth:`replay_key` for :meth:`replay`."""
+        """Keep a flush's plan under its :meth:`replay_key` for :meth:`replay`, and under its
+        :meth:`loose_key` where it has one (the same remembered flush, program and all)."""
         if key is None or not kernels:
             return
         try:
@@ -224,8 +242,27 @@ class PlanCache:
         except KeyError:        # the plan reads something the recording did not see
             return
         at = {id(m): i for i, m in enumerate(mats)}
-        self._replays[key] = _Replay([at[id(m)] for m in sinks], plan, key)
+        self._replays[key] = replay = _Replay([at[id(m)] for m in sinks], plan, key)
+        loose = self.loose_key(key)
+        if loose is not None:
+            self._replays[loose] = replay
         _bound(self._replays)
+
+
+def loose_tokens(tokens):
+    """A recording's tokens with ``(buffer, depth, cn)`` for each memory token whose every
+    reader reads it through an input in its op's ``size_in_dyn``; None where there is none."""
+    sized = set()
+    for t in tokens:
+        if len(t) == 8:                    # a node: (op, static, depth, cn, rows, cols, height, refs)
+            free = t[0].size_in_dyn
+            sized.update(r for i, r in enumerate(t[7]) if i not in free)
+    loose, changed = [], False
+    for i, t in enumerate(tokens):
+        if len(t) == 5 and i not in sized:
+            t, changed = t[:3], True
+        loose.append(t)
+    return tuple(loose) if changed else None
 
 
 def _bound(cache):

@@ -442,6 +442,13 @@ def _flush(requested, pending):
 def _flush_planned(rec, mats, req, key, replay):
     """The rest of a flush that no program served: its plan replayed (``replay``) or made, the
     launches, and what the next replays keep (lazycv._hotpath.flush_alone continues here)."""
+    if replay is None and key is not None:
+        # the same calls over memory regions of new sizes where only tables carry them (new
+        # crops every frame): the plan, and its program, of the flush that planned them
+        replay = STATE.plans.replay(STATE.plans.loose_key(key), STATE.stats, loose=True)
+        if replay is not None and replay.program and STATE.capture is None and _run_program(replay, rec, mats):
+            _let_go_of_history()
+            return
     if replay is not None:
         sinks, kernels, phases = replay.thaw(rec, mats)
         plan = lambda values, by_node: (kernels, phases)      # noqa: E731

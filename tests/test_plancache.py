@@ -14,6 +14,14 @@ from .conftest import assert_close, rand_image, upload
 pytestmark = pytest.mark.sim
 
 
+@pytest.fixture(autouse=True)
+def fresh_plans(monkeypatch):
+    """Each test starts from an empty plan cache: its hits are its own (an earlier test's plan
+    of the same structure — or the same loose structure — would count)."""
+    from lazycv.plancache import PlanCache
+    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
+
+
 def chain(g, alpha):
     r = cv2.cuda.resize(g, (7, 5))
     f = r.convertTo(cv2.CV_32FC3, alpha=alpha)
@@ -78,7 +86,14 @@ def test_size_change_misses_and_stays_correct(rng):
     for rows, cols in [(9, 11), (12, 5), (9, 11)]:
         a = rand_image(rng, rows, cols, 3, np.uint8)
         check(chain(upload(a), 0.5), a, 0.5)
-    # the third frame has the first one's structure; results were checked against OpenCV
+    # a frame read only by a resize carries its size in the resize's dyn values: every frame
+    # replays the first one's plan (the second by its loose key); results checked against OpenCV
+    assert lazycv.stats()["plan_hits"] == 2
+    lazycv.reset_stats()
+    for rows, cols in [(9, 11), (12, 5), (9, 11)]:     # read at its own size: a new plan
+        a = rand_image(rng, rows, cols, 3, np.uint8)
+        got = cv2.cuda.cvtColor(upload(a), cv2.COLOR_BGR2RGB)
+        assert_close(got.download(), cv2.cvtColor(a, cv2.COLOR_BGR2RGB), what="cvtColor")
     assert lazycv.stats()["plan_hits"] == 1
 
 
@@ -329,8 +344,9 @@ def test_a_replay_of_other_sharing_or_sizes_is_not_served_by_anothers_program(rn
         for planes in other:
             check(planes, c, 0.5)
     # (a, b) and (b, a) are one key (two distinct buffers): its program serves both from the
-    # second iteration on; (a, a) and the other sizes have programs of their own from the third
-    assert runs == [True] * 6
+    # second iteration on, and the other sizes too (read by a resize alone: one loose key);
+    # (a, a) has a program of its own from the third
+    assert runs == [True] * 8
 
 
 def test_a_frame_at_a_time_is_relaunched_from_its_recording(rng, monkeypatch):
@@ -416,3 +432,96 @@ def test_a_replayed_launch_of_several_kinds_fills_each_kind(rng, monkeypatch):
             want = cv2.multiply(cv2.cvtColor(f, cv2.COLOR_BGR2GRAY).astype(np.float32), (0.5 + it, 0, 0, 0))
             assert_close(gr.download(), want, tol=1e-5, what=f"gray, iteration {it}")
     assert runs == [True, True]
+
+
+def _crop_sizes(rng, n, h, w):
+    return [(int(rng.integers(0, w // 2)), int(rng.integers(0, h // 2)),
+             int(rng.integers(3, w // 2)), int(rng.integers(3, h // 2))) for _ in range(n)]
+
+
+def test_crops_of_new_sizes_every_flush_replay_one_plan(rng, monkeypatch):
+    """A detector's loop: new boxes each frame, each crop resized to one size and normalized.
+    The crops' sizes reach the kernel only through resize's dyn values, so from the second
+    frame on the flush replays the first one's plan (loose key) and from the third its
+    program; every frame matches CPU OpenCV."""
+    runs = count_program_runs(monkeypatch)
+    for it in range(5):
+        a = rand_image(rng, 40, 48, 3, np.uint8)
+        g = upload(a)
+        boxes = _crop_sizes(rng, 4, 40, 48)
+        outs = [chain(cv2.cuda_GpuMat(g, box), 0.5) for box in boxes]
+        lazycv.materialize(outs)
+        for planes, (x, y, w, h) in zip(outs, boxes):
+            check(planes, np.ascontiguousarray(a[y:y + h, x:x + w]), 0.5)
+    assert runs == [True, True, True]
+    assert lazycv.stats()["plan_hits"] == 4
+
+
+def test_a_crop_also_read_at_its_own_size_keeps_its_size_in_the_key(rng):
+    """Where a crop is read pixel for pixel too (its size is the reading node's), a new size
+    plans anew: an add of the crop to itself beside its resize."""
+    from lazycv.plancache import loose_tokens
+    for it in range(3):
+        a = rand_image(rng, 30, 30, 3, np.uint8)
+        g = upload(a)
+        (x, y, w, h), = _crop_sizes(rng, 1, 30, 30)
+        c = cv2.cuda_GpuMat(g, (x, y, w, h))
+        r, s = cv2.cuda.resize(c, (6, 5)), cv2.cuda.add(c, c)
+        tokens = list(runtime.ir.recording().tokens)
+        assert loose_tokens(tokens) is None or all(len(t) != 3 or i == 0 for i, t in enumerate(loose_tokens(tokens)))
+        lazycv.materialize(r, s)
+        crop = np.ascontiguousarray(a[y:y + h, x:x + w])
+        assert_close(r.download(), cv2.resize(crop, (6, 5)), what="resize")
+        assert_close(s.download(), cv2.add(crop, crop), what="add")
+
+
+def test_loose_tokens_leave_out_only_sizes_read_through_dyn():
+    from lazycv.ops.base import op
+    from lazycv.plancache import loose_tokens
+    rs, add = op("resize"), op("arith")
+    src_a, src_b = (0, 0, 3, 20, 30), (1, 0, 3, 9, 9)
+    resize_a = (rs, (1, "cpu"), 0, 3, 5, 6, 0, (0,))
+    add_b = (add, ("add",), 0, 3, 9, 9, 0, (2, 2))
+    assert loose_tokens([src_a, resize_a]) == ((0, 0, 3), resize_a)
+    assert loose_tokens([src_a, resize_a, src_b, add_b]) == ((0, 0, 3), resize_a, src_b, add_b)
+    assert loose_tokens([src_b, add_b[:7] + ((0, 0),)]) is None
+
+
+def test_warps_of_crops_of_new_sizes_stay_right(rng):
+    M = np.float64([[0.9, 0.1, 1.0], [-0.1, 0.8, 2.0]])
+    for it in range(4):
+        a = rand_image(rng, 30, 36, 1, np.uint8)
+        g = upload(a)
+        boxes = _crop_sizes(rng, 3, 30, 36)
+        outs = [cv2.cuda.warpAffine(cv2.cuda_GpuMat(g, box), M, (8, 7)) for box in boxes]
+        lazycv.materialize(outs)
+        for o, (x, y, w, h) in zip(outs, boxes):
+            ref = cv2.warpAffine(np.ascontiguousarray(a[y:y + h, x:x + w]), M, (8, 7))
+            assert_close(o.download(), ref, tol=1, what=f"warp, iteration {it}")
+
+
+@pytest.mark.parametrize("interpolation", [cv2.INTER_NEAREST, cv2.INTER_LINEAR, cv2.INTER_CUBIC, cv2.INTER_AREA])
+def test_crops_of_new_sizes_equal_the_eager_calls(rng, interpolation):
+    """Each interpolation over new boxes every frame, then a short chain: the replayed flushes
+    (loose key, then its program) equal the calls run eagerly, frame by frame. (AREA boxes
+    are enlarged: AREA shrinking by other factors is another node, a plan of its own.)"""
+    from .conftest import assert_fused_equals_eager, run_both
+    a = rand_image(rng, 36, 40, 3, np.uint8)
+    small = interpolation == cv2.INTER_AREA
+    frames = [_crop_sizes(rng, 3, 12 if small else 36, 14 if small else 40) for _ in range(4)]
+
+    def run():
+        g = upload(a)
+        got = []
+        for boxes in frames:
+            outs = []
+            for box in boxes:
+                r = cv2.cuda.resize(cv2.cuda_GpuMat(g, box), (9, 7), interpolation=interpolation)
+                f = cv2.cuda.multiply(r.convertTo(cv2.CV_32FC3, alpha=1 / 255), (0.5, 2.0, 1.0))
+                outs.append([cv2.cuda.cvtColor(r, cv2.COLOR_BGR2GRAY)] + list(cv2.cuda.split(f)))
+            lazycv.materialize(outs)
+            got.append([[m.download() for m in o] for o in outs])
+        return got
+    fused, eager = run_both(run)
+    assert_fused_equals_eager(fused, eager)
+    assert lazycv.stats()["program_hits"] >= 2          # (the fused run's last two frames)

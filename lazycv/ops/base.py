@@ -29,6 +29,10 @@ class OpDef:
     taps = 1
     pointwise = True
     reduces = False
+    #: the inputs whose size the node's dyn values carry (the kernel reads it from there, as a
+    #: resize or warp reads its source's): memory read only through such inputs may change
+    #: size without changing the plan (plancache.loose_tokens: new crops every frame)
+    size_in_dyn = ()
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

@@ -53,6 +53,7 @@ class Resize(OpDef):
     AREA (which comes here only when it enlarges) OpenCV's inverse scales after them."""
     name = "resize"
     pointwise = False
+    size_in_dyn = (0,)
 
     def tap_count(self, n):
         return {cv2.INTER_NEAREST: 1, cv2.INTER_CUBIC: 16}.get(n.static[0], 4)
@@ -193,6 +194,7 @@ class ResizeHalf(OpDef):
     rounded. dyn = (src_rows, src_cols)."""
     name = "resize_half"
     pointwise = False
+    size_in_dyn = (0,)
     taps = 4
 
     def emit(self, ctx, n, y, x):
@@ -220,6 +222,7 @@ class ResizeArea(OpDef):
     dyn = (src_rows, src_cols, scale_x, scale_y)."""
     name = "resize_area"
     pointwise = False
+    size_in_dyn = (0,)
 
     def tap_count(self, n):
         return n.static[1] * n.static[2]

@@ -159,6 +159,7 @@ class Warp(OpDef):
     dyn = (src_rows, src_cols, border value x4, M...). remap's inputs are (src, xmap, ymap)."""
     name = "warp"
     pointwise = False
+    size_in_dyn = (0,)          # (remap's maps are read where the output is)
 
     def tap_count(self, n):
         return INTERPOLATIONS[n.static[1]]
