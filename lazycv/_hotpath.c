@@ -1753,6 +1753,89 @@ static PyObject *pending_of(PyObject *mod, PyObject *mats) {
     return out;
 }
 
+/* ------------------------------------------------------------------ loose keys */
+/* plancache.loose_tokens(tokens) in C: a recording's tokens with (buffer, depth, cn) for each
+ * memory token whose every reader reads it through an input in its op's ``size_in_dyn``; None
+ * where there is none. */
+static PyObject *loose_tokens(PyObject *mod, PyObject *tokens) {
+    static PyObject *s_size_in_dyn = NULL;
+    if (s_size_in_dyn == NULL && (s_size_in_dyn = PyUnicode_InternFromString("size_in_dyn")) == NULL)
+        return NULL;
+    PyObject *seq = PySequence_Fast(tokens, "loose_tokens(tokens): a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    char *sized = PyMem_Calloc(n ? n : 1, 1);
+    PyObject *out = NULL;
+    if (sized == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8)
+            continue;                                  /* memory, (buffer, depth, cn, rows, cols) */
+        PyObject *refs = PyTuple_GET_ITEM(t, 7);
+        PyObject *free = PyObject_GetAttr(PyTuple_GET_ITEM(t, 0), s_size_in_dyn);
+        if (free == NULL)
+            goto done;
+        if (!PyTuple_Check(refs) || !PyTuple_Check(free)) {
+            Py_DECREF(free);
+            PyErr_SetString(PyExc_TypeError, "loose_tokens: a node token's refs and size_in_dyn are tuples");
+            goto done;
+        }
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(refs); k++) {
+            int through_dyn = 0;
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(free) && !through_dyn; j++) {
+                Py_ssize_t f = PyLong_AsSsize_t(PyTuple_GET_ITEM(free, j));
+                if (f == -1 && PyErr_Occurred()) {
+                    Py_DECREF(free);
+                    goto done;
+                }
+                through_dyn = f == k;
+            }
+            Py_ssize_t r = PyLong_AsSsize_t(PyTuple_GET_ITEM(refs, k));
+            if (r == -1 && PyErr_Occurred()) {
+                Py_DECREF(free);
+                goto done;
+            }
+            if (!through_dyn && r >= 0 && r < n)
+                sized[r] = 1;
+        }
+        Py_DECREF(free);
+    }
+    int changed = 0;
+    for (Py_ssize_t i = 0; i < n && !changed; i++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, i);
+        changed = !sized[i] && !(PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 8);
+    }
+    if (!changed) {
+        out = Py_None;
+        Py_INCREF(out);
+        goto done;
+    }
+    if ((out = PyTuple_New(n)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, i), *v;
+        if (!sized[i] && !(PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 8))
+            v = PySequence_GetSlice(t, 0, 3);
+        else {
+            Py_INCREF(t);
+            v = t;
+        }
+        if (v == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyTuple_SET_ITEM(out, i, v);
+    }
+done:
+    PyMem_Free(sized);
+    Py_DECREF(seq);
+    return out;
+}
+
 /* ------------------------------------------------------------------ GpuMat(m, roi) */
 /* GpuMat.__init__ as ``Init(slow)``: ``GpuMat(m, (x, y, w, h))`` of memory with nothing pending
  * (a frame loop's crop of an uploaded frame) sets the view's fields here, as
@@ -1879,6 +1962,7 @@ static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
     {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},
+    {"loose_tokens", loose_tokens, METH_O, "plancache.loose_tokens(tokens) in C"},
     {"pending_of", pending_of, METH_O, "lazycv.materialize's pending GpuMats, or None where Python decides"},
     {"flush_alone", (PyCFunction)(void (*)(void))flush_alone, METH_FASTCALL,
      "runtime.flush(requested) for the calling thread's results alone, or False where Python decides"},

@@ -215,7 +215,7 @@ class PlanCache:
         fuse, tokens, live = key.parts
         if any(x & 2 for x in live):
             return None
-        loose = loose_tokens(tokens)
+        loose = (_hot_loose or loose_tokens)(tokens)
         return ReplayKey((fuse, loose, live, "loose")) if loose is not None else None
 
     def replay(self, key, stats, loose=False):
@@ -252,17 +252,25 @@ class PlanCache:
 def loose_tokens(tokens):
     """A recording's tokens with ``(buffer, depth, cn)`` for each memory token whose every
     reader reads it through an input in its op's ``size_in_dyn``; None where there is none."""
-    sized = set()
-    for t in tokens:
-        if len(t) == 8:                    # a node: (op, static, depth, cn, rows, cols, height, refs)
-            free = t[0].size_in_dyn
-            sized.update(r for i, r in enumerate(t[7]) if i not in free)
-    loose, changed = [], False
+    sized, memory = set(), []
     for i, t in enumerate(tokens):
-        if len(t) == 5 and i not in sized:
-            t, changed = t[:3], True
-        loose.append(t)
-    return tuple(loose) if changed else None
+        if len(t) != 8:                    # memory: (buffer, depth, cn, rows, cols)
+            memory.append(i)
+        elif t[0].size_in_dyn:             # a node: (op, static, depth, cn, rows, cols, height, refs)
+            free = t[0].size_in_dyn
+            sized.update([r for k, r in enumerate(t[7]) if k not in free])
+        else:
+            sized.update(t[7])
+    free = [i for i in memory if i not in sized]
+    if not free:
+        return None
+    loose = list(tokens)
+    for i in free:
+        loose[i] = loose[i][:3]
+    return tuple(loose)
+
+
+_hot_loose = None          # loose_tokens in C (lazycv._hotpath), once recipes.bind() hands it over
 
 
 def _bound(cache):

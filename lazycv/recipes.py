@@ -29,7 +29,7 @@ import math
 import os
 import sys
 
-from . import ir, runtime, streams
+from . import ir, plancache, runtime, streams
 from .ir import Node
 from .runtime import STATE
 
@@ -87,6 +87,7 @@ def bind(GpuMat):
         _hotpath.bind_recipes(Recipe, sys.modules[__name__], streams, _RECIPES, _MISS, _RUN)
         _signature, _node, _lazy, HOT = _hotpath.signature, _hotpath.node, _hotpath.lazy, True
         runtime.HOTPATH = _hotpath
+        plancache._hot_loose = _hotpath.loose_tokens
     else:
         _signature, _node, _lazy = lambda args, kw: signature(args, kw, GpuMat), Node, _py_lazy
 

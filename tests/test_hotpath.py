@@ -530,3 +530,25 @@ def test_pending_of_gathers_as_materialize_does_in_python():
     lazycv.materialize(p1, [target])
     np.testing.assert_array_equal(target.download(), np.full((3, 4), 4, np.uint8))
     np.testing.assert_array_equal(p1.download(), np.ones((3, 4), np.uint8))
+
+
+def test_loose_tokens_equal_the_python_ones():
+    """plancache.loose_tokens in C: the same loose tokens (or None) as the Python function, on
+    recordings of crops read by a resize, also read pixel for pixel, and of no memory."""
+    from lazycv.plancache import loose_tokens
+    frame = upload(np.arange(30 * 40 * 3, dtype=np.uint8).reshape(30, 40, 3))
+    cases = []
+    for build in (lambda c: [cv2.cuda.resize(c, (8, 6))],
+                  lambda c: [cv2.cuda.resize(c, (8, 6)), cv2.cuda.add(c, 1)],
+                  lambda c: [cv2.cuda.warpAffine(c, np.float64([[1, 0, 1], [0, 1, 2]]), (5, 4)),
+                             cv2.cuda.resize(cv2.cuda.add(c, 1), (3, 3))]):
+        runtime.flush()
+        ir.new_recording()
+        keep = [build(GpuMat(frame, (1 + i, 2, 10 + i, 9))) for i in range(3)]
+        cases.append(list(ir.recording().tokens))
+        del keep
+    cases.append([])
+    for tokens in cases:
+        assert hot.loose_tokens(tokens) == loose_tokens(tokens)
+        assert hot.loose_tokens(tuple(tokens)) == loose_tokens(tuple(tokens))
+    assert loose_tokens(cases[0]) is not None and loose_tokens(cases[1]) is None

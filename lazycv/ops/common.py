@@ -239,7 +239,9 @@ def is_scalar_like(x):
 
 
 def node(op_name, inputs, static, dyn, rows, cols, depth, cn):
-    return Node(REGISTRY[op_name], tuple(inputs), static, dyn, rows, cols, depth, cn)
+    # (the C twin of Node where recipes.bind() has bound it: a call recipes do not replay — a
+    # first sighting, a crop of a new size — builds its nodes as fast as a replay does)
+    return (recipes._node or Node)(REGISTRY[op_name], tuple(inputs), static, dyn, rows, cols, depth, cn)
 
 
 def result(func, nd, dst=None, stream=None):
@@ -247,7 +249,8 @@ def result(func, nd, dst=None, stream=None):
     if dst is None:
         if stream is not None:
             check_stream(func, stream)
-        out = (_GPUMAT or gpumat_cls())._lazy(nd)
+        cls = _GPUMAT or gpumat_cls()
+        out = recipes._lazy(cls, nd) if recipes._lazy is not None else cls._lazy(nd)
     else:
         check_dst(func, dst)
         check_stream(func, stream)
