@@ -702,6 +702,12 @@ static int flag(PyObject *dict, PyObject *name) {
     return PyObject_IsTrue(v);
 }
 
+/* an Allocation's writers hold no pending write: () as made, or a list emptied by a flush */
+static inline int no_writers(PyObject *w) {
+    return w != NULL && ((PyList_CheckExact(w) && PyList_GET_SIZE(w) == 0) ||
+                         (PyTuple_CheckExact(w) && PyTuple_GET_SIZE(w) == 0));
+}
+
 static inline int long_of(PyObject *o, long *out) {
     if (o == NULL || !PyLong_CheckExact(o))
         return 0;
@@ -714,8 +720,8 @@ static inline int long_of(PyObject *o, long *out) {
  * method decides (the first read of a recording, anything unusual). */
 static PyObject *constant_node(PyObject *m, PyObject *alloc) {
     PyObject *c = SLOT(alloc, A_constant), *writers = SLOT(alloc, A_writers);
-    if (c == NULL || !PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 5 || writers == NULL ||
-            !PyList_CheckExact(writers) || PyList_GET_SIZE(writers) != 0 || SLOT(alloc, A_exported) != Py_False)
+    if (c == NULL || !PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 5 || !no_writers(writers) ||
+            SLOT(alloc, A_exported) != Py_False)
         return NULL;
     PyObject *buf = PyTuple_GET_ITEM(c, 0), *n = PyTuple_GET_ITEM(c, 3), *last = PyTuple_GET_ITEM(c, 4);
     if (buf != SLOT(alloc, A_buf) || Py_TYPE(n) != NodeT || Py_TYPE(last) != NodeT || SLOT(last, N_result) != Py_None)
@@ -768,8 +774,7 @@ static PyObject *value_of(PyObject *m, PyObject *func, int multi) {
                 return last;
         }
         if (nd == Py_None && alloc != NULL && alloc != Py_None && src != NULL &&
-                SLOT(alloc, A_constant) == Py_None && SLOT(alloc, A_writers) != NULL &&
-                PyList_Check(SLOT(alloc, A_writers)) && PyList_GET_SIZE(SLOT(alloc, A_writers)) == 0) {
+                SLOT(alloc, A_constant) == Py_None && no_writers(SLOT(alloc, A_writers))) {
             if (src != Py_None && Py_TYPE(src) == SourceT && SLOT(src, S_buf) == SLOT(alloc, A_buf)) {
                 Py_INCREF(src);
                 return src;
@@ -1004,12 +1009,14 @@ run:
 }
 
 /* ------------------------------------------------------------------ a flush's end */
-/* A new Allocation(buf), as ir.Allocation.__init__ makes it. New ref. */
+/* A new Allocation(buf), as ir.Allocation.__init__ makes it, left out of the cyclic GC: it refers
+ * to its memory and to plain values only, until a pending write joins it (Allocation.add_writer
+ * tracks it again: a write's stand-in GpuMat refers back to it). New ref. */
 static PyObject *new_allocation(PyObject *buf, PyObject *device) {
     PyObject *a = AllocT->tp_alloc(AllocT, 0);
     if (a == NULL)
         return NULL;
-    PyObject *writers = PyList_New(0);
+    PyObject *writers = PyTuple_New(0);
     if (writers == NULL) {
         Py_DECREF(a);
         return NULL;
@@ -1017,7 +1024,15 @@ static PyObject *new_allocation(PyObject *buf, PyObject *device) {
     set_slot(a, A_buf, buf); set_slot(a, A_device, device); set_slot(a, A_cols, Py_None);
     set_slot(a, A_exported, Py_False); put_slot(a, A_writers, writers); set_slot(a, A_foreign, Py_None);
     set_slot(a, A_constant, Py_None);
+    untrack(a);
     return a;
+}
+
+/* gc tracking again for an object the hot path left out (ir.Allocation.add_writer) */
+static PyObject *track(PyObject *mod, PyObject *o) {
+    if (PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o))
+        PyObject_GC_Track(o);
+    Py_RETURN_NONE;
 }
 
 /* program._FlushProgramBase._finish's loops: each computed node reads its buffer from now on
@@ -1713,8 +1728,7 @@ static int pending_walk(PyObject *o, PyObject *out, PyObject *seen, int depth) {
         return 1;
     PyObject *alloc = SLOT(o, G_alloc);
     if (alloc != NULL && alloc != Py_None) {
-        PyObject *w = SLOT(alloc, A_writers);
-        if (w == NULL || !PyList_CheckExact(w) || PyList_GET_SIZE(w) != 0)
+        if (!no_writers(SLOT(alloc, A_writers)))
             return 0;
     }
     PyObject *nd = SLOT(o, G_node);
@@ -1962,6 +1976,7 @@ static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
     {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},
+    {"track", track, METH_O, "the cyclic GC tracks the object again (an Allocation a write joins)"},
     {"loose_tokens", loose_tokens, METH_O, "plancache.loose_tokens(tokens) in C"},
     {"pending_of", pending_of, METH_O, "lazycv.materialize's pending GpuMats, or None where Python decides"},
     {"flush_alone", (PyCFunction)(void (*)(void))flush_alone, METH_FASTCALL,

@@ -30,6 +30,9 @@ def count_spare():
 _GENERATIONS = itertools.count(1)      # Recording.gen; 0: a value no recording numbered
 
 
+TRACK = None         # lazycv._hotpath.track once recipes.bind() has bound it (Allocation.add_writer)
+
+
 class Allocation:
     """A device buffer that GpuMats (and their ROI views) share.
 
@@ -50,9 +53,17 @@ class Allocation:
         self.device = _THREAD.device      # the device the memory is on (cv2.cuda.setDevice)
         self.cols = cols           # width in pixels when rows are padded (foreign memory)
         self.exported = foreign is not None
-        self.writers = []          # PendingWrite records: writes recorded into this memory
+        self.writers = ()          # PendingWrite records: writes recorded into this memory (add_writer)
         self.foreign = foreign     # the object that owns foreign memory (kept alive)
         self.constant = None
+
+    def add_writer(self, w):
+        """Record a pending write. An allocation the C hot path made is out of the cyclic GC
+        (its fields are memory and plain values); a write's stand-in GpuMat can refer back to
+        it, so it is tracked again from now on."""
+        self.writers = [*self.writers, w]
+        if TRACK is not None:
+            TRACK(self)
 
     @property
     def rows(self):

@@ -552,3 +552,26 @@ def test_loose_tokens_equal_the_python_ones():
         assert hot.loose_tokens(tokens) == loose_tokens(tokens)
         assert hot.loose_tokens(tuple(tokens)) == loose_tokens(tuple(tokens))
     assert loose_tokens(cases[0]) is not None and loose_tokens(cases[1]) is None
+
+
+def test_result_allocations_stay_out_of_the_cyclic_gc_until_a_write_joins_them():
+    """A flush's result memory (Allocation) is made untracked by the C finish — it refers to
+    memory and plain values — and tracked again once a pending write joins it (a write's
+    stand-in GpuMat refers back to it); a cycle through a stand-in is still collected."""
+    import gc
+    if recipes._hotpath is None:
+        pytest.skip("LAZYCV_HOTPATH=0: the flush binds results in Python")
+    recipes.bind(GpuMat)
+    a = upload(np.zeros((4, 5, 3), np.uint8))
+    for _ in range(4):                          # noted, captured, replayed; the flush a program
+        r = cv2.cuda.add(a, (1, 2, 3))
+        lazycv.materialize(r)
+    alloc = r._alloc
+    assert alloc.writers == () and not gc.is_tracked(alloc)
+    cv2.cuda_GpuMat(r, (1, 1, 2, 2)).setTo((9, 9, 9))      # a temporary view's pending write
+    assert alloc.writers and gc.is_tracked(alloc)
+    ref = weakref.ref(alloc)
+    alloc.writers[0].handle(alloc)              # (the stand-in: a cycle through the allocation)
+    del alloc, r
+    gc.collect()
+    assert ref() is None

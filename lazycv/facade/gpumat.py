@@ -246,7 +246,7 @@ class GpuMat:
         if self._node is not None:
             runtime.register_pending(self)
             if self._alloc is not None:
-                self._alloc.writers.append(PendingWrite(self, self._node))
+                self._alloc.add_writer(PendingWrite(self, self._node))
                 STATE.written.add(self._alloc)
 
     def _wrap_foreign(self, obj):
@@ -400,7 +400,7 @@ class GpuMat:
         foreign code can see that memory)."""
         self._node = node
         self._src = None
-        self._alloc.writers.append(PendingWrite(self, node))
+        self._alloc.add_writer(PendingWrite(self, node))
         STATE.written.add(self._alloc)
         runtime.register_pending(self)
         if self._alloc.exported:
