@@ -382,6 +382,22 @@ fail:
 /* ------------------------------------------------------------------ node */
 static PyObject *deref(PyObject *wr);
 
+/* Recording.add's end: a recording that reached its LIMIT of values closes. 0, or -1 an error. */
+static int close_at_limit(PyObject *rec, PyObject *pos) {
+    PyObject *limit = PyObject_GetAttr(rec, s_LIMIT);
+    if (limit == NULL)
+        return -1;
+    int over = PyObject_RichCompareBool(pos, limit, Py_GE);
+    Py_DECREF(limit);
+    if (over <= 0)
+        return over;
+    PyObject *r = PyObject_CallMethodNoArgs(rec, s_close);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 /* Recording.first_seen(v) for a Source ``v`` of an open recording: its memory numbered in the
  * recording (a new number for a buffer not seen yet, or whose id came back for another), then
  * Recording.add. Anything else (memory that takes no weak reference, a recording at its
@@ -442,19 +458,8 @@ static PyObject *first_seen(PyObject *rec, PyObject *v) {
     set_slot(v, S_rgen, SLOT(rec, R_gen));
     if (PyList_Append(objs, wv) < 0 || PyList_Append(tokens, token) < 0)
         goto fail;
-    PyObject *limit = PyObject_GetAttr(rec, s_LIMIT);
-    if (limit == NULL)
+    if (close_at_limit(rec, pos) < 0)
         goto fail;
-    int over = PyObject_RichCompareBool(pos, limit, Py_GE);
-    Py_DECREF(limit);
-    if (over < 0)
-        goto fail;
-    if (over) {
-        PyObject *r = PyObject_CallMethodNoArgs(rec, s_close);
-        if (r == NULL)
-            goto fail;
-        Py_DECREF(r);
-    }
     goto done;
 fail:
     Py_CLEAR(pos);
@@ -585,19 +590,8 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
             goto fail;
         if (plain)
             untrack(token);
-        PyObject *limit = PyObject_GetAttr(rec, s_LIMIT);
-        if (limit == NULL)
+        if (close_at_limit(rec, pos) < 0)
             goto fail;
-        int over = PyObject_RichCompareBool(pos, limit, Py_GE);
-        Py_DECREF(limit);
-        if (over < 0)
-            goto fail;
-        if (over) {
-            PyObject *r = PyObject_CallMethodNoArgs(rec, s_close);
-            if (r == NULL)
-                goto fail;
-            Py_DECREF(r);
-        }
     }
     if (me != NULL)
         untrack(me);
