@@ -702,6 +702,8 @@ static inline int no_writers(PyObject *w) {
                          (PyTuple_CheckExact(w) && PyTuple_GET_SIZE(w) == 0));
 }
 
+static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+
 static inline int long_of(PyObject *o, long *out) {
     if (o == NULL || !PyLong_CheckExact(o))
         return 0;
@@ -718,7 +720,7 @@ static PyObject *constant_node(PyObject *m, PyObject *alloc) {
             SLOT(alloc, A_exported) != Py_False)
         return NULL;
     PyObject *buf = PyTuple_GET_ITEM(c, 0), *n = PyTuple_GET_ITEM(c, 3), *last = PyTuple_GET_ITEM(c, 4);
-    if (buf != SLOT(alloc, A_buf) || Py_TYPE(n) != NodeT || Py_TYPE(last) != NodeT || SLOT(last, N_result) != Py_None)
+    if (buf != SLOT(alloc, A_buf) || Py_TYPE(n) != NodeT || (last != Py_None && Py_TYPE(last) != NodeT))
         return NULL;
     PyObject *fuse = PyObject_GetAttr(STATE, s_fuse);
     if (fuse == NULL)
@@ -727,28 +729,50 @@ static PyObject *constant_node(PyObject *m, PyObject *alloc) {
     Py_DECREF(fuse);
     if (on <= 0)
         return NULL;
-    PyObject *rec = PyObject_GetAttr(IR_THREAD, s_rec);
-    if (rec == NULL)
-        return NULL;
-    int same = SLOT(last, N_rgen) != NULL && SLOT(rec, R_gen) != NULL ?
-        PyObject_RichCompareBool(SLOT(last, N_rgen), SLOT(rec, R_gen), Py_EQ) : 0;
-    Py_DECREF(rec);
-    if (same <= 0)
-        return NULL;
-    long y0, x0, ny, nx, my, mx, mr, mc, lr, lc, nd, ncn, md, mcn;
+    long y0, x0, ny, nx, my, mx, mr, mc, nd, ncn, md, mcn;
     if (!long_of(PyTuple_GET_ITEM(c, 1), &y0) || !long_of(PyTuple_GET_ITEM(c, 2), &x0) ||
             !long_of(SLOT(n, N_rows), &ny) || !long_of(SLOT(n, N_cols), &nx) ||
             !long_of(SLOT(n, N_depth), &nd) || !long_of(SLOT(n, N_cn), &ncn) ||
             !long_of(SLOT(m, G_y0), &my) || !long_of(SLOT(m, G_x0), &mx) ||
             !long_of(SLOT(m, G_rows), &mr) || !long_of(SLOT(m, G_cols), &mc) ||
-            !long_of(SLOT(m, G_depth), &md) || !long_of(SLOT(m, G_cn), &mcn) ||
-            !long_of(SLOT(last, N_rows), &lr) || !long_of(SLOT(last, N_cols), &lc))
+            !long_of(SLOT(m, G_depth), &md) || !long_of(SLOT(m, G_cn), &mcn))
         return NULL;
-    if (nd != md || ncn != mcn || lr != mr || lc != mc ||
-            !(y0 <= my && my + mr <= y0 + ny && x0 <= mx && mx + mc <= x0 + nx))
+    if (nd != md || ncn != mcn || !(y0 <= my && my + mr <= y0 + ny && x0 <= mx && mx + mc <= x0 + nx))
+        return NULL;                                   /* (not the fill's region: its memory) */
+    if (last != Py_None && SLOT(last, N_result) == Py_None) {
+        PyObject *rec = PyObject_GetAttr(IR_THREAD, s_rec);
+        if (rec == NULL)
+            return NULL;
+        int same = SLOT(last, N_rgen) != NULL && SLOT(rec, R_gen) != NULL ?
+            PyObject_RichCompareBool(SLOT(last, N_rgen), SLOT(rec, R_gen), Py_EQ) : 0;
+        Py_DECREF(rec);
+        long lr, lc;
+        if (same < 0)
+            return NULL;
+        if (same && long_of(SLOT(last, N_rows), &lr) && long_of(SLOT(last, N_cols), &lc) && lr == mr && lc == mc) {
+            Py_INCREF(last);
+            return last;                               /* the node this recording made */
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    /* the recording's first read: a new fill node of this region, remembered as the last */
+    PyObject *empty = PyTuple_New(0);
+    if (empty == NULL)
         return NULL;
-    Py_INCREF(last);
-    return last;
+    PyObject *const args8[8] = {SLOT(n, N_op), empty, SLOT(n, N_static), SLOT(n, N_dyn), SLOT(m, G_rows),
+                                SLOT(m, G_cols), SLOT(n, N_depth), SLOT(n, N_cn)};
+    PyObject *fresh = node(NULL, args8, 8);
+    Py_DECREF(empty);
+    if (fresh == NULL)
+        return NULL;
+    PyObject *remembered = PyTuple_Pack(5, buf, PyTuple_GET_ITEM(c, 1), PyTuple_GET_ITEM(c, 2), n, fresh);
+    if (remembered == NULL) {
+        Py_DECREF(fresh);
+        return NULL;
+    }
+    put_slot(alloc, A_constant, remembered);
+    return fresh;
 }
 
 /* GpuMat._value(func) where it is a field read: a pending result that is not also a write

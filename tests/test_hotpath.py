@@ -158,9 +158,17 @@ def test_a_fill_read_again_in_a_recording_is_its_one_node():
     outs = [cv2.cuda.divide(f, std) for f in frames]
     fills = {id(o._node.inputs[1]) for o in outs}
     assert len(fills) == 1 and std._value() is outs[0]._node.inputs[1]
+    first = outs[0]._node.inputs[1]
+    lazycv.materialize(outs)                    # a new recording: its first read makes a new node
+    again = cv2.cuda.divide(frames[1], std)
+    fill = again._node.inputs[1]
+    assert fill is not first and fill is std._alloc.constant[4] and std._value() is fill
+    assert (fill.op, fill.inputs, fill.static, fill.dyn, fill.rows, fill.cols, fill.depth, fill.cn) == \
+        (first.op, (), first.static, first.dyn, 4, 5, cv2.CV_32F, 3)
+    np.testing.assert_allclose(again.download(), np.full((4, 5, 3), 1, np.float32) / np.float32([0.5, 0.25, 2.0]))
     std.setTo((1.0, 1.0, 1.0))
     after = cv2.cuda.divide(frames[0], std)
-    assert after._node.inputs[1] is not outs[0]._node.inputs[1]
+    assert after._node.inputs[1] is not fill
     for i, o in enumerate(outs):
         np.testing.assert_allclose(o.download(), np.full((4, 5, 3), i, np.float32) / np.float32([0.5, 0.25, 2.0]))
     np.testing.assert_array_equal(after.download(), np.zeros((4, 5, 3), np.float32))
