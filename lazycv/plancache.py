@@ -274,5 +274,5 @@ _hot_loose = None          # loose_tokens in C (lazycv._hotpath), once recipes.b
 
 
 def _bound(cache):
-    if len(cache) > CAPACITY:
+    while len(cache) > CAPACITY:          # (a remembered flush may add two keys)
         cache.popitem(last=False)

@@ -525,3 +525,17 @@ def test_crops_of_new_sizes_equal_the_eager_calls(rng, interpolation):
     fused, eager = run_both(run)
     assert_fused_equals_eager(fused, eager)
     assert lazycv.stats()["program_hits"] >= 2          # (the fused run's last two frames)
+
+
+def test_the_replay_cache_stays_bounded_with_loose_keys(rng, monkeypatch):
+    """A flush with a loose key is remembered under two keys; the cache still keeps at most
+    CAPACITY of them (the least recently used go)."""
+    from lazycv import plancache
+    monkeypatch.setattr(plancache, "CAPACITY", 6)
+    a = rand_image(rng, 30, 30, 3, np.uint8)
+    g = upload(a)
+    for n in range(1, 9):                       # 8 structures: n crops each, two keys each
+        outs = [cv2.cuda.resize(cv2.cuda_GpuMat(g, (i, i, 5, 6)), (4, 3)) for i in range(n)]
+        lazycv.materialize(outs)
+        assert len(runtime.STATE.plans._replays) <= 6
+        assert_close(outs[-1].download(), cv2.resize(np.ascontiguousarray(a[n - 1:n + 5, n - 1:n + 4]), (4, 3)))
