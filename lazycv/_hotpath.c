@@ -1046,6 +1046,27 @@ static PyObject *new_allocation(PyObject *buf, PyObject *device) {
     return a;
 }
 
+/* ir.Recording.values: the objects weak references refer to, None where one is gone */
+static PyObject *values_of(PyObject *mod, PyObject *refs) {
+    if (!PyList_Check(refs)) {
+        PyErr_SetString(PyExc_TypeError, "values_of(refs: list of weak references)");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(refs);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = deref(PyList_GET_ITEM(refs, i));
+        if (o == NULL) {
+            o = Py_None;
+            Py_INCREF(o);
+        }
+        PyList_SET_ITEM(out, i, o);
+    }
+    return out;
+}
+
 /* gc tracking again for an object the hot path left out (ir.Allocation.add_writer) */
 static PyObject *track(PyObject *mod, PyObject *o) {
     if (PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o))
@@ -1785,6 +1806,130 @@ static PyObject *pending_of(PyObject *mod, PyObject *mats) {
     return out;
 }
 
+/* ------------------------------------------------------------------ a program's tables */
+static PyObject *s_fill_y0 = NULL, *s_fill_x0 = NULL, *s_fill_dyn = NULL;
+
+/* program.FlushProgram._fills(values) in C: per src fill the items' y0 and x0 lists, per int
+ * fill the ints, per float fill the values' bytes as little-endian doubles (struct.pack's
+ * "<Nd"). A gone value (None) raises AttributeError, as the Python function does. */
+static PyObject *fills_of(PyObject *values, PyObject *poss, PyObject *name, Py_ssize_t kk, int how) {
+    /* how 0: getattr(values[p], name) each; 1: int(values[p].dyn[kk]); 2: bytes of doubles */
+    PyObject *seq = PySequence_Fast(poss, "fills: positions are a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), nv = PyList_GET_SIZE(values);
+    PyObject *out = how == 2 ? PyBytes_FromStringAndSize(NULL, n * 8) : PyList_New(n);
+    if (out == NULL) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i));
+        if (p == -1 && PyErr_Occurred())
+            goto fail;
+        if (p < 0 || p >= nv) {
+            PyErr_SetString(PyExc_IndexError, "fills: a position past the recording");
+            goto fail;
+        }
+        PyObject *v = PyList_GET_ITEM(values, p), *x;
+        if (how == 0) {
+            Py_ssize_t off = name == s_fill_y0 ? S_y0 : S_x0;
+            if (Py_TYPE(v) == SourceT && SLOT(v, off) != NULL) {
+                x = SLOT(v, off);                  /* (a Source's field, by its slot) */
+                Py_INCREF(x);
+            } else
+                x = PyObject_GetAttr(v, name);
+        } else {
+            PyObject *dyn = Py_TYPE(v) == NodeT ? SLOT(v, N_dyn) : NULL;
+            if (dyn != NULL && PyTuple_CheckExact(dyn) && kk >= 0 && kk < PyTuple_GET_SIZE(dyn)) {
+                x = PyTuple_GET_ITEM(dyn, kk);
+                Py_INCREF(x);
+            } else {
+                if ((dyn = PyObject_GetAttr(v, name)) == NULL)
+                    goto fail;
+                x = PySequence_GetItem(dyn, kk);
+                Py_DECREF(dyn);
+            }
+        }
+        if (x == NULL)
+            goto fail;
+        if (how == 0) {
+            PyList_SET_ITEM(out, i, x);
+        } else if (how == 1) {
+            PyObject *as_int = PyNumber_Long(x);
+            Py_DECREF(x);
+            if (as_int == NULL)
+                goto fail;
+            PyList_SET_ITEM(out, i, as_int);
+        } else {
+            double d = PyFloat_AsDouble(x);
+            Py_DECREF(x);
+            if (d == -1.0 && PyErr_Occurred())
+                goto fail;
+#if PY_VERSION_HEX >= 0x030B0000
+            if (PyFloat_Pack8(d, PyBytes_AS_STRING(out) + 8 * i, 1) < 0)
+#else
+            if (_PyFloat_Pack8(d, (unsigned char *)PyBytes_AS_STRING(out) + 8 * i, 1) < 0)
+#endif
+                goto fail;
+        }
+    }
+    Py_DECREF(seq);
+    return out;
+fail:
+    Py_DECREF(seq);
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyObject *fills(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(NodeT != NULL);
+    if (s_fill_y0 == NULL && ((s_fill_y0 = PyUnicode_InternFromString("y0")) == NULL ||
+                              (s_fill_x0 = PyUnicode_InternFromString("x0")) == NULL ||
+                              (s_fill_dyn = PyUnicode_InternFromString("dyn")) == NULL))
+        return NULL;
+    if (nargs != 4 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "fills(values: list, src_fills, int_fills, float_fills)");
+        return NULL;
+    }
+    PyObject *values = args[0], *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (int kind = 0; kind < 3; kind++) {
+        PyObject *specs = PySequence_Fast(args[1 + kind], "fills: a sequence of fills");
+        if (specs == NULL)
+            goto fail;
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(specs); j++) {
+            PyObject *spec = PySequence_Fast_GET_ITEM(specs, j);
+            if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) < 5) {
+                PyErr_SetString(PyExc_TypeError, "fills: a fill is a tuple (b0, b1, ..., positions[, f32])");
+                Py_DECREF(specs);
+                goto fail;
+            }
+            PyObject *poss = PyTuple_GET_ITEM(spec, 4);
+            if (kind == 0) {                            /* (b0, b1, cy, cx, poss) */
+                PyObject *ys = fills_of(values, poss, s_fill_y0, 0, 0);
+                if (ys == NULL || append_new(out, ys) < 0 ||
+                        append_new(out, fills_of(values, poss, s_fill_x0, 0, 0)) < 0) {
+                    Py_DECREF(specs);
+                    goto fail;
+                }
+                continue;
+            }
+            Py_ssize_t kk = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 3));   /* (b0, b1, col, kk, poss[, f32]) */
+            if ((kk == -1 && PyErr_Occurred()) || append_new(out, fills_of(values, poss, s_fill_dyn, kk, kind)) < 0) {
+                Py_DECREF(specs);
+                goto fail;
+            }
+        }
+        Py_DECREF(specs);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ loose keys */
 /* plancache.loose_tokens(tokens) in C: a recording's tokens with (buffer, depth, cn) for each
  * memory token whose every reader reads it through an input in its op's ``size_in_dyn``; None
@@ -1994,7 +2139,9 @@ static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
     {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},
+    {"values_of", values_of, METH_O, "ir.Recording.values's loop: weak references dereferenced"},
     {"track", track, METH_O, "the cyclic GC tracks the object again (an Allocation a write joins)"},
+    {"fills", (PyCFunction)(void (*)(void))fills, METH_FASTCALL, "program.FlushProgram._fills in C"},
     {"loose_tokens", loose_tokens, METH_O, "plancache.loose_tokens(tokens) in C"},
     {"pending_of", pending_of, METH_O, "lazycv.materialize's pending GpuMats, or None where Python decides"},
     {"flush_alone", (PyCFunction)(void (*)(void))flush_alone, METH_FASTCALL,

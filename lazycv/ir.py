@@ -30,7 +30,9 @@ def count_spare():
 _GENERATIONS = itertools.count(1)      # Recording.gen; 0: a value no recording numbered
 
 
-TRACK = None         # lazycv._hotpath.track once recipes.bind() has bound it (Allocation.add_writer)
+# lazycv._hotpath's twins once recipes.bind() has bound them
+TRACK = None         # (Allocation.add_writer)
+VALUES_OF = None     # (Recording.values)
 
 
 class Allocation:
@@ -241,6 +243,8 @@ class Recording:
 
     def values(self):
         """The recorded values by position (None where one is gone)."""
+        if VALUES_OF is not None:
+            return VALUES_OF(self.objs)           # (the loop below, in C)
         return [r() for r in self.objs]
 
     def key(self):

@@ -88,7 +88,7 @@ def bind(GpuMat):
         _signature, _node, _lazy, HOT = _hotpath.signature, _hotpath.node, _hotpath.lazy, True
         runtime.HOTPATH = _hotpath
         plancache._hot_loose = _hotpath.loose_tokens
-        ir.TRACK = _hotpath.track
+        ir.TRACK, ir.VALUES_OF = _hotpath.track, _hotpath.values_of
     else:
         _signature, _node, _lazy = lambda args, kw: signature(args, kw, GpuMat), Node, _py_lazy
 

@@ -583,3 +583,49 @@ def test_result_allocations_stay_out_of_the_cyclic_gc_until_a_write_joins_them()
     del alloc, r
     gc.collect()
     assert ref() is None
+
+
+def test_fills_equal_the_python_ones(monkeypatch):
+    """A batched flush program's table fills (ROI offsets, ints, floats as bytes — -0.0 apart
+    from 0.0) from _hotpath.fills equal FlushProgram._py_fills's; a gone value raises
+    AttributeError in both (the program then declines)."""
+    from lazycv import program
+    from lazycv.plancache import PlanCache
+    recipes.bind(GpuMat)
+    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
+    got = {}
+    real = program.FlushProgram.run
+
+    def spy(self, values, mats):
+        got["prog"], got["values"] = self, values
+        return real(self, values, mats)
+    monkeypatch.setattr(program.FlushProgram, "run", spy)
+    frame = upload(np.arange(20 * 24 * 3, dtype=np.uint8).reshape(20, 24, 3))
+    for it in range(3):
+        outs = [cv2.cuda.split(cv2.cuda.subtract(
+                    cv2.cuda.resize(GpuMat(frame, (i + it, i, 6 + i, 5)), (4, 3)).convertTo(cv2.CV_32FC3, alpha=0.5),
+                    (-0.0, 0.25 * it, 1.5))) for i in range(3)]
+        lazycv.materialize(outs)
+    prog, values = got["prog"], got["values"]
+    want = prog._py_fills(values)
+    assert hot.fills(values, prog.src_fills, prog.int_fills, prog.float_fills) == want == prog._fills(values)
+    assert any(isinstance(f, bytes) for f in want) and any(isinstance(f, list) for f in want)
+    gone = list(values)
+    gone[prog.src_fills[0][4][0]] = None
+    for fn in (prog._py_fills, lambda v: hot.fills(v, prog.src_fills, prog.int_fills, prog.float_fills)):
+        with pytest.raises(AttributeError):
+            fn(gone)
+
+
+def test_values_of_equals_the_python_loop():
+    """ir.Recording.values in C: the recorded values by position, None where one is gone."""
+    runtime.flush()
+    ir.new_recording()
+    a = upload(np.zeros((3, 4), np.uint8))
+    kept = cv2.cuda.add(a, 1)
+    dropped = cv2.cuda.add(kept, 2)
+    rec = ir.recording()
+    del dropped
+    want = [r() for r in rec.objs]
+    assert hot.values_of(rec.objs) == want and rec.values() == want
+    assert None in want and kept._node in want
