@@ -29,7 +29,7 @@ static PyObject *PLAIN;                       /* frozenset of the plain types */
 static PyObject *ZERO, *NEG_ZERO;            /* ("0.0",), ("-0.0",): recipes._signed_zero */
 static PyObject *INT0;
 static PyTypeObject *RecipeT, *AllocT;
-static PyObject *recipes_dict, *streams_dict, *RECIPES, *MISS, *RUN, *LIMIT_NAME, *TRIES_NAME;
+static PyObject *recipes_dict, *streams_dict, *RECIPES, *NOTED, *MISS, *RUN, *LIMIT_NAME, *TRIES_NAME;
 static Py_ssize_t P_nodes, P_results, P_many, P_func;
 static Py_ssize_t A_buf, A_writers, A_constant, A_exported, A_foreign, A_cols, A_device;
 static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s_read_shared_now;
@@ -219,6 +219,14 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
     recipes_dict = PyModule_GetDict(recipes_mod); Py_INCREF(recipes_dict);
     streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
     RECIPES = table; Py_INCREF(table);
+    Py_XDECREF(NOTED);
+    NOTED = PyDict_GetItemString(recipes_dict, "_NOTED");     /* signatures seen once (a set) */
+    if (NOTED == NULL || !PySet_Check(NOTED)) {
+        NOTED = NULL;
+        PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: recipes._NOTED (a set) is missing");
+        return NULL;
+    }
+    Py_INCREF(NOTED);
     MISS = miss; Py_INCREF(miss);
     RUN = run; Py_INCREF(run);
     if (LIMIT_NAME == NULL && (LIMIT_NAME = PyUnicode_InternFromString("LIMIT")) == NULL)
@@ -873,7 +881,16 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
             PyErr_Clear();                   /* an unhashable value: the Python path says so */
             goto miss;
         }
-        /* seen once: noted (recipes._remember), and the caller runs the function */
+        /* seen once: noted apart (recipes._note), and the caller runs the function; seen
+         * before: the Python path captures it (a table of recipes only, which signatures that
+         * never repeat — a crop of a new size every frame — cannot flush) */
+        int seen = PySet_Contains(NOTED, key);
+        if (seen != 0) {
+            Py_DECREF(key);
+            if (seen < 0)
+                return NULL;
+            goto miss;
+        }
         PyObject *lim = PyDict_GetItemWithError(recipes_dict, LIMIT_NAME);
         if (lim == NULL) {
             if (!PyErr_Occurred())
@@ -886,9 +903,11 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
             Py_DECREF(key);
             return NULL;
         }
-        if (PyDict_GET_SIZE(RECIPES) >= limit)
-            PyDict_Clear(RECIPES);
-        int r = PyDict_SetItem(RECIPES, key, INT0);
+        if (PySet_GET_SIZE(NOTED) >= limit && PySet_Clear(NOTED) < 0) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        int r = PySet_Add(NOTED, key);
         Py_DECREF(key);
         if (r < 0)
             return NULL;

@@ -57,6 +57,9 @@ LIMIT = 4096            # signatures kept (then the table starts over)
 # (function, signature) -> Recipe, or an int: the signature was seen, and so many captures of it
 # failed (a call's second sighting is captured: one that never repeats costs no capture)
 _RECIPES = {}
+_NOTED = set()          # signatures seen once (a second sighting captures): kept apart, so that
+                        # signatures that never repeat (new crop sizes every frame) start this
+                        # set over, not the recipes
 
 
 class Recipe:
@@ -75,6 +78,7 @@ class Recipe:
 def forget():
     """Drop every recipe (the settings an op function reads have changed)."""
     _RECIPES.clear()
+    _NOTED.clear()
 
 
 def bind(GpuMat):
@@ -175,13 +179,16 @@ def call(fn, args, kw, GpuMat, hot=True):
         if CHECK:
             return _checked(recipe, fn, args, kw, values, GpuMat)
         return replay(recipe, values, GpuMat)
-    if recipe is None:                      # seen once: a loop's signature is captured when it comes back
-        _remember((fn, sig), 0)
-        return fn(*args, **kw)
-    if recipe >= _MAX_TRIES:
+    if recipe is None:
+        if (fn, sig) not in _NOTED:         # seen once: a loop's signature is captured when it comes back
+            _note((fn, sig))
+            return fn(*args, **kw)
+        recipe = 0
+    elif recipe >= _MAX_TRIES:
         return fn(*args, **kw)
     out, made = _capture(fn, args, kw, GpuMat)
     _remember((fn, sig), made if made is not None else recipe + 1)
+    _NOTED.discard((fn, sig))
     return out
 
 
@@ -191,6 +198,13 @@ def answered(fn, args, kw, GpuMat, answer):
     if answer is _RUN:
         return fn(*args, **kw)
     return call(fn, args, kw, GpuMat, hot=answer is None)
+
+
+def _note(key):
+    """A signature seen the first time; a full set of them starts over."""
+    if len(_NOTED) >= LIMIT:
+        _NOTED.clear()
+    _NOTED.add(key)
 
 
 def _remember(key, value):

@@ -510,7 +510,8 @@ def test_call_leaves_checks_and_new_signatures_to_python_and_reads_shared_memory
     a = upload(np.zeros((3, 4), np.uint8))
     fn = cv2.cuda.add.__wrapped__
     assert hot.call(fn, (a, 7), {}) is recipes._RUN            # seen the first time: noted
-    assert recipes._RECIPES[(fn, hot.signature((a, 7), {}))] == 0
+    key = (fn, hot.signature((a, 7), {}))
+    assert key in recipes._NOTED and key not in recipes._RECIPES
     assert hot.call(fn, (a, 7), {}) is recipes._MISS             # seen, not captured yet
     recipes.call(fn, (a, 7), {}, GpuMat)                         # captured
     assert hot.call(fn, (a, np.int64(7)), {}) is recipes._RUN    # an argument recipes do not cover

@@ -193,14 +193,20 @@ def test_zero_and_negative_zero_are_different_scalars():
 
 def test_a_signature_seen_once_costs_no_capture_and_a_full_table_starts_over(monkeypatch):
     """A scalar that changes every call never repeats a signature: the first sighting is only
-    noted (no capture), the second captures; past LIMIT signatures the table starts over."""
+    noted (no capture), the second captures; past LIMIT signatures the noted ones start over,
+    and the recipes captured before stay (a crop of a new size every frame must not make a
+    loop's other calls captured anew)."""
     a = upload(np.full((2, 3), 1.0, np.float32))
+    for _ in range(2):
+        cv2.cuda.add(a, 3.0)                                        # add's recipe, captured
     captures = []
     real = recipes._capture
     monkeypatch.setattr(recipes, "_capture", lambda *args: captures.append(1) or real(*args))
     monkeypatch.setattr(recipes, "LIMIT", 8)
     outs = [cv2.cuda.multiply(a, 1.0 + k) for k in range(20)]      # twenty signatures, each once
-    assert captures == [] and len(recipes._RECIPES) <= 8
+    assert captures == [] and len(recipes._NOTED) <= 8
+    assert _replayed(cv2.cuda.add.__wrapped__), "add's recipe was dropped with the noted signatures"
+    assert cv2.cuda.add(a, 3.0).download()[0, 0] == 4.0 and captures == []     # replayed, kept
     assert [o.download()[0, 0] for o in outs] == [1.0 + k for k in range(20)]
     for _ in range(3):
         assert cv2.cuda.multiply(a, 0.5).download()[0, 0] == 0.5
