@@ -63,9 +63,12 @@ class Allocation:
         """Record a pending write. An allocation the C hot path made is out of the cyclic GC
         (its fields are memory and plain values); a write's stand-in GpuMat can refer back to
         it, so it is tracked again from now on."""
-        self.writers = [*self.writers, w]
-        if TRACK is not None:
-            TRACK(self)
+        if self.writers:
+            self.writers.append(w)
+        else:                                  # (the first: () as made, or a list a flush emptied)
+            self.writers = [w]
+            if TRACK is not None:
+                TRACK(self)
 
     @property
     def rows(self):

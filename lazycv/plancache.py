@@ -232,9 +232,10 @@ class PlanCache:
         stats["plan_hits"] += 1
         return hit
 
-    def remember(self, key, rec, mats, sinks, kernels, phases):
-        """Keep a flush's plan under its :meth:`replay_key` for :meth:`replay`, and under its
-        :meth:`loose_key` where it has one (the same remembered flush, program and all)."""
+    def remember(self, key, rec, mats, sinks, kernels, phases, loose):
+        """Keep a flush's plan under its :meth:`replay_key` for :meth:`replay`, and under
+        ``loose``, its :meth:`loose_key` (None: it has none), the same remembered flush,
+        program and all."""
         if key is None or not kernels:
             return
         try:
@@ -243,7 +244,6 @@ class PlanCache:
             return
         at = {id(m): i for i, m in enumerate(mats)}
         self._replays[key] = replay = _Replay([at[id(m)] for m in sinks], plan, key)
-        loose = self.loose_key(key)
         if loose is not None:
             self._replays[loose] = replay
         _bound(self._replays)

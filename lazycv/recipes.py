@@ -170,8 +170,9 @@ def call(fn, args, kw, GpuMat, hot=True):
     sig = _signature(args, kw)
     if sig is None:
         return fn(*args, **kw)
+    key = (fn, sig)
     try:
-        recipe = _RECIPES.get((fn, sig))
+        recipe = _RECIPES.get(key)
     except TypeError:                       # an unhashable value inside a tuple
         return fn(*args, **kw)
     if recipe.__class__ is Recipe:
@@ -180,15 +181,15 @@ def call(fn, args, kw, GpuMat, hot=True):
             return _checked(recipe, fn, args, kw, values, GpuMat)
         return replay(recipe, values, GpuMat)
     if recipe is None:
-        if (fn, sig) not in _NOTED:         # seen once: a loop's signature is captured when it comes back
-            _note((fn, sig))
+        if key not in _NOTED:               # seen once: a loop's signature is captured when it comes back
+            _note(key)
             return fn(*args, **kw)
         recipe = 0
     elif recipe >= _MAX_TRIES:
         return fn(*args, **kw)
     out, made = _capture(fn, args, kw, GpuMat)
-    _remember((fn, sig), made if made is not None else recipe + 1)
-    _NOTED.discard((fn, sig))
+    _remember(key, made if made is not None else recipe + 1)
+    _NOTED.discard(key)
     return out
 
 

@@ -432,22 +432,29 @@ def _flush(requested, pending):
     req = {id(m) for m in requested}
     key = STATE.plans.replay_key(rec, mats, req, STATE.fuse)
     replay = STATE.plans.replay(key, STATE.stats)
-    # (not while a batch program is captured: its capture sees launches, not a replayed program)
+    if not _served_by_program(replay, rec, mats):
+        _flush_planned(rec, mats, req, key, replay)
+
+
+def _served_by_program(replay, rec, mats):
+    """True when ``replay``'s program computed the flush (its history let go); never while a
+    batch program is captured: its capture sees launches, not a replayed program."""
     if replay is not None and replay.program and STATE.capture is None and _run_program(replay, rec, mats):
         _let_go_of_history()
-        return
-    _flush_planned(rec, mats, req, key, replay)
+        return True
+    return False
 
 
 def _flush_planned(rec, mats, req, key, replay):
     """The rest of a flush that no program served: its plan replayed (``replay``) or made, the
     launches, and what the next replays keep (lazycv._hotpath.flush_alone continues here)."""
+    loose = None
     if replay is None and key is not None:
         # the same calls over memory regions of new sizes where only tables carry them (new
         # crops every frame): the plan, and its program, of the flush that planned them
-        replay = STATE.plans.replay(STATE.plans.loose_key(key), STATE.stats, loose=True)
-        if replay is not None and replay.program and STATE.capture is None and _run_program(replay, rec, mats):
-            _let_go_of_history()
+        loose = STATE.plans.loose_key(key)
+        replay = STATE.plans.replay(loose, STATE.stats, loose=True)
+        if _served_by_program(replay, rec, mats):
             return
     if replay is not None:
         sinks, kernels, phases = replay.thaw(rec, mats)
@@ -490,7 +497,7 @@ def _flush_planned(rec, mats, req, key, replay):
         return
     _let_go_of_history()
     if replay is None:
-        STATE.plans.remember(key, rec, mats, sinks, kernels, phases)
+        STATE.plans.remember(key, rec, mats, sinks, kernels, phases, loose)
     elif launch is not None:
         replay.program = len(launches) == 1 and launches[0] is not None and FlushProgram.capture(
             launches[0], launch, replay.plan.kernels, sinks, replay.sinks) or False
