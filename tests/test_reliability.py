@@ -458,6 +458,9 @@ def test_a_kernel_that_fails_to_build_falls_back_to_one_kernel_per_op(rng, monke
 
 
 def test_a_failure_that_is_not_the_kernels_still_reaches_the_caller(rng, monkeypatch):
+    # a fresh plan cache: an earlier test's replayed program of this structure would launch
+    # without asking the kernel cache
+    monkeypatch.setattr(lazycv.runtime.STATE, "plans", PlanCache())
     a = rand_image(rng, 3, 4, 1, np.uint8)
 
     def no_memory(self, layout, stats):
