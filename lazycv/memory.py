@@ -10,6 +10,7 @@ import os
 import threading
 import time
 import weakref
+from sys import getrefcount
 
 import numpy as np
 
@@ -68,6 +69,7 @@ class BufferPool:
         self._lock = threading.Lock()          # (eviction; the hot path needs none)
         self._allocs = 0
         self._now = time.monotonic               # (kept: callbacks may run at interpreter exit)
+        self._kept = None                        # a program's last outputs (outputs_for)
 
     def _evict(self):
         """Let the least recently returned storage go while over the cap (lock held)."""
@@ -89,6 +91,9 @@ class BufferPool:
     def _trim_idle(self):
         """Let storage idle longer than ``idle_seconds`` go (lock held)."""
         oldest = self._now() - self.idle_seconds
+        kept = self._kept
+        if kept is not None and kept.used < oldest:
+            self._kept = None
         for key, lst in list(self._free.items()):
             while lst and lst[0][1] < oldest:
                 self._drop(key)
@@ -179,8 +184,38 @@ class BufferPool:
         weak reference drops the callback."""
         self._finalizers.pop(id(self._lifetime(buf)), None)
 
+    def outputs_for(self, owner, shapes):
+        """The output buffers of one run of ``owner`` (a replayed program), one per ``(n,
+        shape, dtype)`` of ``shapes`` (n None: a buffer, else a slab of n, as (slab, items)):
+        the buffers of ``owner``'s last run again when nothing but this pool holds them any
+        more, else new ones from the pool.
+
+        A loop that replays one flush a frame (W2) drops each frame's results before the
+        next flush: taking them back skips the pool's request, the fresh views and items,
+        their finalizers and, when they die, the return to the free lists. "Nothing holds
+        them" is read from the reference counts, compared with the counts taken when the
+        buffers were new and held only here; a pinned buffer (its address escaped) is never
+        taken back. Only the last owner's buffers are kept: at most one flush's outputs sit
+        outside the free lists and their cap."""
+        kept = self._kept
+        if kept is not None and kept.owner is owner:
+            if kept.counts == _refcounts(kept.objs) and all(
+                    id(lt) in self._finalizers for lt in kept.lifetimes):
+                kept.used = self._now()
+                return kept.bufs
+        bufs = [self.alloc(shape, dtype) if n is None else self.alloc_batch(n, shape, dtype)
+                for n, shape, dtype in shapes]
+        if self._items is None:                 # (per-item finalizers: a pin cannot be seen)
+            return bufs
+        lifetimes = tuple(self._lifetime(b if n is None else b[0]) for (n, _, _), b in zip(shapes, bufs))
+        objs = lifetimes + tuple(v for b, (n, _, _) in zip(bufs, shapes)
+                                 for v in ((b,) if n is None else (b[0], *b[1])))
+        self._kept = _Kept(owner, bufs, objs, lifetimes, self._now())
+        return bufs
+
     def clear(self):
         with self._lock:
+            self._kept = None
             self._free.clear()
             self._idle_bytes = 0
 
@@ -196,15 +231,42 @@ class BufferPool:
         return self._idle_bytes
 
 
+class _Kept:
+    """BufferPool.outputs_for's record of one run's outputs: ``objs`` are the objects whose
+    reference counts tell whether anything else holds them (each buffer and each lifetime
+    object, BufferPool's ``lifetime_of``), ``counts`` those counts while only this record held
+    them."""
+    __slots__ = ("owner", "bufs", "objs", "lifetimes", "counts", "used")
+
+    def __init__(self, owner, bufs, objs, lifetimes, now):
+        self.owner, self.bufs, self.objs, self.lifetimes, self.used = owner, bufs, objs, lifetimes, now
+        self.counts = _refcounts(objs)
+
+
+def _refcounts(objs):
+    """The reference counts of ``objs`` (held by one tuple), measured the same way each time."""
+    return [getrefcount(o) for o in objs]
+
+
 def host_view(storage):
-    """An array over ``storage`` whose ``base`` is a memoryview that every view or slice of it
-    shares (numpy collapses base chains to the first object that is not an array): that
-    memoryview's end is the storage's last use. None where numpy does not do that."""
+    """An array over ``storage`` whose ``base`` is a memoryview at the end of every view or
+    slice's chain of bases (:func:`host_lifetime`): that memoryview's end is the storage's
+    last use. None where numpy does not do that."""
     arr = np.asarray(memoryview(storage))
     owner = arr.base
     if type(owner) is not memoryview or owner.obj is not storage or arr.dtype != storage.dtype:
         return None
     return arr
+
+
+def host_lifetime(view):
+    """The memoryview under a :func:`host_view` array or any view of it: numpy points a view's
+    ``base`` at the array it was taken from when that array's own base is not an array (a
+    slab item's base is the slab), so the chain is walked to its end."""
+    base = view.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return base
 
 
 def host_pool(cap_bytes, exposed=False):
@@ -214,7 +276,7 @@ def host_pool(cap_bytes, exposed=False):
     A fresh multi-megabyte array pays first-touch page faults (several ms per 5 MB on small
     machines) whenever the allocator has returned the previous one to the OS; warm memory costs
     the copy only. Each array is a :func:`host_view`, so its storage comes back once every view
-    or slice of it is garbage, and a slab's items share the slab's base: one finalizer a slab.
+    or slice of it is garbage, and a slab's items end at the slab's base: one finalizer a slab.
     Where numpy does not give such bases, views are tracked one by one — fine for lazycv's own
     buffers, not for arrays users may slice, which are then not recycled (``exposed``)."""
     def new(shape, dt):
@@ -223,4 +285,4 @@ def host_pool(cap_bytes, exposed=False):
         return BufferPool(new, lambda st: st.view(), 0 if exposed else cap_bytes)
     return BufferPool(new, host_view, cap_bytes,
                       items_of=lambda storage, n, slab: [slab[b] for b in range(n)],
-                      lifetime_of=lambda view: view.base)
+                      lifetime_of=host_lifetime)

@@ -42,6 +42,22 @@ def test_pinned_storage_never_goes_back_to_the_pool():
     assert pool.idle_bytes == 8 * 4                  # an unpinned one does go back
 
 
+def test_a_pinned_slab_item_keeps_its_slab_out_of_the_pool():
+    """Pinning an item of a host slab pins the slab: an item's base is the slab, not the
+    memoryview the pool's finalizer is on (a pin of the item used to miss it)."""
+    pool = host_pool(1 << 30)
+    slab, items = pool.alloc_batch(3, (2, 5), np.dtype(np.int16))
+    pool.pin(items[1])
+    del slab, items
+    gc.collect()
+    assert pool.idle_bytes == 0
+    b = pool.alloc((4,), np.dtype(np.int16))
+    pool.pin(b[1:])                                  # a slice of a single buffer too
+    del b
+    gc.collect()
+    assert pool.idle_bytes == 0
+
+
 def _shared_base_pool():
     """The CPU backend's configuration: views share one memoryview base, one finalizer a slab."""
     return host_pool(1 << 30)

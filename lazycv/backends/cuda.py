@@ -154,11 +154,11 @@ class CudaBackend(Backend):
         host memory, at most 512 MB) stay idle, none longer than the pool's idle time."""
         pool = self.__dict__.get("_pinned_pool")
         if pool is None:
-            from ..memory import host_free_bytes, host_view
+            from ..memory import host_free_bytes, host_lifetime, host_view
             cuda = self.cuda
             pool = self._pinned_pool = BufferPool(lambda shp, dt: cuda.pinned_array(shp, dt), host_view,
                                                   pool_cap("LAZYCV_PINNED_POOL_MB", 512, host_free_bytes),
-                                                  lifetime_of=lambda view: view.base)
+                                                  lifetime_of=host_lifetime)
         return pool.alloc(tuple(shape), np.dtype(dtype))
 
     def _slab_items(self, storage, n, slab):
