@@ -1949,6 +1949,89 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ a one-kernel program */
+/* program.SingleFlushProgram's launch arguments in C (_py_single_args's twin). Per recipe entry
+ * (True, p, None, None), a source: values[p]'s buffer, y0 and x0; per (False, p, kk, conv), a
+ * scalar: conv(values[p].dyn[kk]) (int and float converted inline); then (buf, 0, 0) per output
+ * buffer. None where a value is gone or is not what its entry reads (the general path decides). */
+static PyObject *single_args(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(NodeT != NULL);
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyTuple_Check(args[1]) || !PyList_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "single_args(values: list, recipe: tuple, bufs: list)");
+        return NULL;
+    }
+    PyObject *values = args[0], *recipe = args[1], *bufs = args[2];
+    Py_ssize_t nr = PyTuple_GET_SIZE(recipe), nb = PyList_GET_SIZE(bufs), nv = PyList_GET_SIZE(values);
+    Py_ssize_t count = 3 * nb;
+    for (Py_ssize_t i = 0; i < nr; i++) {
+        PyObject *e = PyTuple_GET_ITEM(recipe, i);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 4) {
+            PyErr_SetString(PyExc_TypeError, "single_args: an entry is (is_source, position, kk, conv)");
+            return NULL;
+        }
+        count += PyTuple_GET_ITEM(e, 0) == Py_True ? 3 : 1;
+    }
+    PyObject *out = PyTuple_New(count);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < nr; i++) {
+        PyObject *e = PyTuple_GET_ITEM(recipe, i);
+        Py_ssize_t p = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 1));
+        if (p == -1 && PyErr_Occurred())
+            goto fail;
+        if (p < 0 || p >= nv) {
+            PyErr_SetString(PyExc_IndexError, "single_args: a position past the recording");
+            goto fail;
+        }
+        PyObject *v = PyList_GET_ITEM(values, p);
+        if (PyTuple_GET_ITEM(e, 0) == Py_True) {
+            if (Py_TYPE(v) != SourceT)
+                goto gone;
+            PyObject *f[3] = {SLOT(v, S_buf), SLOT(v, S_y0), SLOT(v, S_x0)};
+            for (int j = 0; j < 3; j++) {
+                if (f[j] == NULL)
+                    goto gone;
+                Py_INCREF(f[j]);
+                PyTuple_SET_ITEM(out, k++, f[j]);
+            }
+            continue;
+        }
+        PyObject *dyn = Py_TYPE(v) == NodeT ? SLOT(v, N_dyn) : NULL;
+        Py_ssize_t kk = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 2));
+        if (kk == -1 && PyErr_Occurred())
+            goto fail;
+        if (dyn == NULL || !PyTuple_Check(dyn) || kk < 0 || kk >= PyTuple_GET_SIZE(dyn))
+            goto gone;
+        PyObject *x = PyTuple_GET_ITEM(dyn, kk), *conv = PyTuple_GET_ITEM(e, 3), *y;
+        if (conv == (PyObject *)&PyLong_Type)
+            y = PyNumber_Long(x);
+        else if (conv == (PyObject *)&PyFloat_Type)
+            y = PyNumber_Float(x);
+        else
+            y = PyObject_CallOneArg(conv, x);
+        if (y == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(out, k++, y);
+    }
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        PyObject *buf = PyList_GET_ITEM(bufs, i);
+        Py_INCREF(buf);
+        PyTuple_SET_ITEM(out, k++, buf);
+        Py_INCREF(INT0);
+        PyTuple_SET_ITEM(out, k++, INT0);
+        Py_INCREF(INT0);
+        PyTuple_SET_ITEM(out, k++, INT0);
+    }
+    return out;
+gone:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ loose keys */
 /* plancache.loose_tokens(tokens) in C: a recording's tokens with (buffer, depth, cn) for each
  * memory token whose every reader reads it through an input in its op's ``size_in_dyn``; None
@@ -2161,6 +2244,8 @@ static PyMethodDef methods[] = {
     {"values_of", values_of, METH_O, "ir.Recording.values's loop: weak references dereferenced"},
     {"track", track, METH_O, "the cyclic GC tracks the object again (an Allocation a write joins)"},
     {"fills", (PyCFunction)(void (*)(void))fills, METH_FASTCALL, "program.FlushProgram._fills in C"},
+    {"single_args", (PyCFunction)(void (*)(void))single_args, METH_FASTCALL,
+     "program.SingleFlushProgram's launch arguments, or None where a value is gone"},
     {"loose_tokens", loose_tokens, METH_O, "plancache.loose_tokens(tokens) in C"},
     {"pending_of", pending_of, METH_O, "lazycv.materialize's pending GpuMats, or None where Python decides"},
     {"flush_alone", (PyCFunction)(void (*)(void))flush_alone, METH_FASTCALL,

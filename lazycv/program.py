@@ -20,7 +20,7 @@ import numpy as np
 
 from . import runtime, streams
 from ._types import DEPTH_DTYPE
-from .ir import Allocation, Source
+from .ir import Allocation, Node, Source
 from .runtime import DYN_CONVERT, STATE, fused_ops
 
 
@@ -237,7 +237,7 @@ class FlushProgram(_FlushProgramBase):
                     return None
                 prog.arg_from.append(-1 - len(prog.slabs))
                 shape = tuple(slab.shape)
-                prog.slabs.append((shape[0], shape[1], shape[2], slab.dtype))
+                prog.slabs.append((shape[0], shape[1:], np.dtype(slab.dtype)))
             for local, ((k, _), (ki, *_)) in enumerate(zip(members, kind)):
                 outs = kernels[ki][3]
                 if len(outs) != len(item_bufs):
@@ -280,7 +280,7 @@ class FlushProgram(_FlushProgramBase):
             # the same offsets and scalars as the last flush (a loop over new frames): the
             # tables go to the device once and serve every launch while they stay the same
             self.tables = be.constant_tables(*self.last_tables)
-        slabs = [be.alloc_batch(n, rows, row_elems, dtype) for n, rows, row_elems, dtype in self.slabs]
+        slabs = be.buffers.outputs_for(self, self.slabs)
         args, it = [], iter(arrays)
         for p in self.arg_from:
             args.append(next(it) if p >= 0 else slabs[-1 - p][0])
@@ -340,7 +340,7 @@ class SingleFlushProgram(_FlushProgramBase):
     """A replayed flush that went out as one kernel of one item (a frame at a time: W2), as
     that launch: its arguments gathered from the recorded values by position, fresh outputs,
     the results bound — no plan thawed, no layout or argument recipe walked."""
-    __slots__ = ("compiled", "rows", "cols", "recipe", "outputs", "slab", "results")
+    __slots__ = ("compiled", "rows", "cols", "recipe", "shapes", "slab", "results")
 
     @classmethod
     def capture(cls, kernel, layout, entry, sinks, at):
@@ -353,18 +353,18 @@ class SingleFlushProgram(_FlushProgramBase):
         prog = cls()
         prog.backend = STATE.backend            # (the device's instance: tables live in its memory)
         prog.compiled, prog.rows, prog.cols = compiled, kernel.rows, kernel.cols
-        prog.recipe = [(0, vals[item[1]], 0) if item[0] == "src" else
-                       (1, vals[item[1]], (item[2], DYN_CONVERT[item[3]])) for item in compiled.recipe]
-        prog.outputs, slot_of = [], {}
+        prog.recipe = tuple((True, vals[item[1]], None, None) if item[0] == "src" else
+                            (False, vals[item[1]], item[2], DYN_CONVERT[item[3]]) for item in compiled.recipe)
+        outputs, slot_of = [], {}
         for n in kernel.outputs:
             if n.result is None or n.result.y0 or n.result.x0:
                 return None
             buf = n.result.buf
-            prog.outputs.append((n.rows, n.cols * n.cn, buf.dtype))
-            slot_of[id(buf)] = len(prog.outputs) - 1
+            outputs.append(((n.rows, n.cols * n.cn), np.dtype(buf.dtype)))
+            slot_of[id(buf)] = len(outputs) - 1
         # outputs of one shape (a split's planes) come from one slab: one pool request
-        shapes = set(prog.outputs)
-        prog.slab = (len(prog.outputs),) + prog.outputs[0] if len(prog.outputs) > 1 and len(shapes) == 1 else None
+        prog.slab = len(outputs) > 1 and len(set(outputs)) == 1
+        prog.shapes = [(len(outputs),) + outputs[0]] if prog.slab else [(None,) + o for o in outputs]
         prog.results = [vals[vi] for vi, _ in layout.outputs]
         prog.binds = _binds(sinks, at, slot_of)
         prog.ops_fused = fused_ops(kernel, set()) if len(kernel.nodes) > 1 else 0
@@ -372,29 +372,41 @@ class SingleFlushProgram(_FlushProgramBase):
 
     def run(self, values, mats):
         """As FlushProgram.run."""
-        if STATE.backend is not self.backend:
-            return False
-        args = []
-        try:
-            for how, p, extra in self.recipe:
-                v = values[p]
-                if how == 0:
-                    args += (v.buf, v.y0, v.x0)
-                else:
-                    args.append(extra[1](v.dyn[extra[0]]))
-            nodes = [values[p] for p in self.results]
-            if None in nodes:
-                return False
-        except AttributeError:           # a value is gone (None): the general path decides
-            return False
         be = STATE.backend
+        if be is not self.backend:
+            return False
+        nodes = [values[p] for p in self.results]
+        if None in nodes:
+            return False
+        bufs = be.buffers.outputs_for(self, self.shapes)
+        if self.slab:
+            bufs = bufs[0][1]
+        hot = runtime.HOTPATH
+        args = hot.single_args(values, self.recipe, bufs) if hot is not None else \
+            self._py_args(values, bufs)
+        if args is None:                 # a value is gone: the general path decides
+            return False
         if streams.ACTIVE:
             streams.select_mats([mats[i] for i, _ in self.binds])
-        if self.slab is not None:
-            bufs = be.alloc_batch(*self.slab)[1]
-        else:
-            bufs = [be.alloc(rows, row_elems, dtype) for rows, row_elems, dtype in self.outputs]
+        be.launch(self.compiled, self.rows, self.cols, args)
+        return self._finish(nodes, bufs, mats)
+
+    def _py_args(self, values, bufs):
+        """The launch arguments in Python (_hotpath.single_args's twin): each source's buffer
+        and offsets, each scalar converted, each output buffer at (0, 0); None where a value
+        is gone or is not what the recipe reads."""
+        args = []
+        for is_source, p, kk, conv in self.recipe:
+            v = values[p]
+            if is_source:
+                if type(v) is not Source:
+                    return None
+                args += (v.buf, v.y0, v.x0)
+            else:
+                dyn = v.dyn if type(v) is Node else None
+                if type(dyn) is not tuple or not 0 <= kk < len(dyn):
+                    return None
+                args.append(conv(dyn[kk]))
         for buf in bufs:
             args += (buf, 0, 0)
-        be.launch(self.compiled, self.rows, self.cols, tuple(args))
-        return self._finish(nodes, bufs, mats)
+        return tuple(args)

@@ -630,3 +630,38 @@ def test_values_of_equals_the_python_loop():
     want = [r() for r in rec.objs]
     assert hot.values_of(rec.objs) == want and rec.values() == want
     assert None in want and kept._node in want
+
+
+def test_single_args_equal_the_python_ones(monkeypatch):
+    """A one-kernel flush program's launch arguments (sources' buffers and offsets, scalars
+    converted — np.float32 among them —, outputs at (0, 0)) from _hotpath.single_args equal
+    SingleFlushProgram._py_args's; a gone value, or a value of the wrong kind, gives None in
+    both (the program then declines)."""
+    from lazycv import program
+    from lazycv.plancache import PlanCache
+    recipes.bind(GpuMat)
+    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
+    got = {}
+    real = program.SingleFlushProgram.run
+
+    def spy(self, values, mats):
+        got["prog"], got["values"] = self, values
+        return real(self, values, mats)
+    monkeypatch.setattr(program.SingleFlushProgram, "run", spy)
+    frame = upload(np.arange(20 * 24 * 3, dtype=np.uint8).reshape(20, 24, 3))
+    for it in range(3):
+        f = cv2.cuda.resize(GpuMat(frame, (it, 1, 12, 9)), (4, 3)).convertTo(cv2.CV_32FC3, alpha=0.5)
+        lazycv.materialize(cv2.cuda.split(cv2.cuda.subtract(f, (-0.0, 0.25 * it, 1.5))))
+    prog, values = got["prog"], got["values"]
+    bufs = [object(), object()]
+    want = prog._py_args(values, bufs)
+    assert hot.single_args(values, prog.recipe, bufs) == want
+    assert want[-6:] == (bufs[0], 0, 0, bufs[1], 0, 0)
+    kinds = {type(a) for a in want}
+    assert {int, float} <= kinds and any(s for s, *_ in prog.recipe) and not all(s for s, *_ in prog.recipe)
+    src = next(p for s, p, *_ in prog.recipe if s)
+    scalar = next(p for s, p, *_ in prog.recipe if not s)
+    for p, v in ((src, None), (scalar, None), (src, values[scalar]), (scalar, values[src])):
+        wrong = list(values)
+        wrong[p] = v
+        assert prog._py_args(wrong, bufs) is None and hot.single_args(wrong, prog.recipe, bufs) is None

@@ -385,6 +385,70 @@ def test_a_frame_at_a_time_keeps_each_frames_planes_apart(rng, monkeypatch):
     assert runs == [True] * 4
 
 
+def count_pool_requests(monkeypatch):
+    """Counts the backend pool's requests for new output buffers."""
+    pool = runtime.STATE.backend.buffers
+    asked = []
+    for name in ("alloc", "alloc_batch"):
+        real = getattr(pool, name)
+        monkeypatch.setattr(pool, name, lambda *a, _real=real, **k: asked.append(1) or _real(*a, **k))
+    return asked
+
+
+def address(m):
+    return runtime.STATE.backend.pointer(m._alloc.buf)
+
+
+def test_a_frame_at_a_time_takes_back_outputs_nothing_holds(rng, monkeypatch):
+    """W2's loop drops each frame's planes before the next flush: the program takes its last
+    outputs back (no pool request), and each frame's values are its own."""
+    runs = count_program_runs(monkeypatch, "SingleFlushProgram")
+    g = cv2.cuda_GpuMat()
+    asked = []
+    for it in range(7):                               # planned, captured, then program runs
+        if it == 3:
+            asked = count_pool_requests(monkeypatch)
+        a = rand_image(rng, 9, 11, 3, np.uint8)
+        g.upload(a)
+        planes = chain(g, 0.5)
+        lazycv.materialize(*planes)
+        check(planes, a, 0.5)
+        del planes
+    assert asked == [] and runs == [True] * 5
+
+
+@pytest.mark.parametrize("holder", ["plane", "roi", "exported", "batched"])
+def test_outputs_something_still_holds_are_never_taken_back(rng, monkeypatch, holder):
+    """A plane kept, a ROI of a dropped plane kept, a plane whose address was handed out
+    (cudaPtr) and dropped, a batched loop's plane kept: later frames get other memory, and
+    what is held keeps its values."""
+    runs = count_program_runs(monkeypatch, "FlushProgram" if holder == "batched" else "SingleFlushProgram")
+    g, held = cv2.cuda_GpuMat(), []
+    for it in range(6):
+        a = rand_image(rng, 9, 11, 3, np.uint8)
+        g.upload(a)
+        planes = chain(g, 0.5) if holder != "batched" else \
+            [p for f in (g, upload(a[::-1].copy())) for p in chain(f, 0.5)]
+        lazycv.materialize(*planes)
+        ref = chain_ref(a, 0.5)[1]
+        if it == 3:
+            if holder == "roi":
+                kept = cv2.cuda_GpuMat(planes[1], (1, 2, 4, 3))
+                held.append((kept, ref[2:5, 1:5]))
+            else:
+                held.append((planes[1], ref))
+            taken = address(planes[1])
+            if holder == "exported":
+                assert planes[1].cudaPtr() == taken
+                held.clear()
+        elif it > 3:
+            assert all(address(p) != taken for p in planes)
+        del planes
+    for m, ref in held:
+        assert_close(m.download(), ref, tol=1e-5, what=f"held {holder}")
+    assert runs == [True] * 4
+
+
 def test_a_loops_tables_follow_its_scalars_when_they_change_and_come_back(rng, monkeypatch):
     """A flush program keeps its per-item tables on the device while the offsets and scalars
     stay the same; a change (also 0.0 to -0.0, equal as numbers) gives new tables."""
