@@ -20,6 +20,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <string.h>
+#include <float.h>
+#include <math.h>
 
 /* ------------------------------------------------------------------ what bind() hands over */
 static PyTypeObject *NodeT, *SourceT, *GpuMatT;
@@ -1953,14 +1956,43 @@ fail:
 /* program.SingleFlushProgram's launch arguments in C (_py_single_args's twin). Per recipe entry
  * (True, p, None, None), a source: values[p]'s buffer, y0 and x0; per (False, p, kk, conv), a
  * scalar: conv(values[p].dyn[kk]) (int and float converted inline); then (buf, 0, 0) per output
- * buffer. None where a value is gone or is not what its entry reads (the general path decides). */
+ * buffer. None where a value is gone or is not what its entry reads (the general path decides).
+ * ``memo`` (the program's, or None) spares conversions of scalars that did not change. */
+/* The converted scalar of entry ``i`` from ``memo`` (a list, an item per recipe entry: the last
+ * (x, conv(x)) or None) when ``x`` is the same float as last time (same bits: -0.0 is not 0.0),
+ * else conv(x), remembered. (np.float32(x) costs a numpy scalar's construction, and a loop's
+ * scalars rarely change.) New reference. */
+static PyObject *converted(PyObject *memo, Py_ssize_t i, PyObject *x, PyObject *conv) {
+    PyObject *last = memo != NULL && i < PyList_GET_SIZE(memo) ? PyList_GET_ITEM(memo, i) : NULL;
+    if (last != NULL && PyTuple_Check(last) && PyTuple_GET_SIZE(last) == 2) {
+        PyObject *x0 = PyTuple_GET_ITEM(last, 0);
+        double a, b;
+        if (x0 == x || (PyFloat_CheckExact(x0) && PyFloat_CheckExact(x) &&
+                        (a = PyFloat_AS_DOUBLE(x0), b = PyFloat_AS_DOUBLE(x), memcmp(&a, &b, sizeof a) == 0))) {
+            PyObject *y = PyTuple_GET_ITEM(last, 1);
+            Py_INCREF(y);
+            return y;
+        }
+    }
+    PyObject *y = PyObject_CallOneArg(conv, x);
+    if (y != NULL && memo != NULL && i < PyList_GET_SIZE(memo) && PyFloat_CheckExact(x)) {
+        PyObject *pair = PyTuple_Pack(2, x, y);
+        if (pair == NULL || PyList_SetItem(memo, i, pair) < 0) {
+            Py_DECREF(y);
+            return NULL;
+        }
+    }
+    return y;
+}
+
 static PyObject *single_args(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL);
-    if (nargs != 3 || !PyList_Check(args[0]) || !PyTuple_Check(args[1]) || !PyList_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "single_args(values: list, recipe: tuple, bufs: list)");
+    if (nargs != 4 || !PyList_Check(args[0]) || !PyTuple_Check(args[1]) || !PyList_Check(args[2]) ||
+            (args[3] != Py_None && !PyList_Check(args[3]))) {
+        PyErr_SetString(PyExc_TypeError, "single_args(values: list, recipe: tuple, bufs: list, memo: list | None)");
         return NULL;
     }
-    PyObject *values = args[0], *recipe = args[1], *bufs = args[2];
+    PyObject *values = args[0], *recipe = args[1], *bufs = args[2], *memo = args[3] == Py_None ? NULL : args[3];
     Py_ssize_t nr = PyTuple_GET_SIZE(recipe), nb = PyList_GET_SIZE(bufs), nv = PyList_GET_SIZE(values);
     Py_ssize_t count = 3 * nb;
     for (Py_ssize_t i = 0; i < nr; i++) {
@@ -2009,7 +2041,7 @@ static PyObject *single_args(PyObject *mod, PyObject *const *args, Py_ssize_t na
         else if (conv == (PyObject *)&PyFloat_Type)
             y = PyNumber_Float(x);
         else
-            y = PyObject_CallOneArg(conv, x);
+            y = converted(memo, i, x, conv);
         if (y == NULL)
             goto fail;
         PyTuple_SET_ITEM(out, k++, y);
@@ -2030,6 +2062,128 @@ gone:
 fail:
     Py_DECREF(out);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ a kernel's launch */
+/* backends.cuda._DirectLaunch's driver launch in C (twin: ParamSlots.write, then
+ * cuLaunchKernel through cuda.bindings): each argument written into its 8-byte slots of
+ * ``slots`` (a writable int64 buffer) by its kind in ``kinds`` (a byte an argument: 1 an int,
+ * 2 a float64, 3 a float32 in the slot's low half, 5 or more an array: that many slots from its
+ * cached ``_lazycv_params``), then ``cuLaunchKernel`` called through the address ``fn`` (0:
+ * only written, for the tests) with the GIL released. Returns the driver's result as an int,
+ * or None with nothing launched where an argument is not what the slots take as they are (an
+ * array without cached parameters, an int past int64, a float past float32's range): the
+ * Python path then writes it as it does. */
+typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                         unsigned bz, unsigned shmem, void *stream, void **params, void **extra);
+static PyObject *s_lazycv_params = NULL;
+
+static PyObject *launch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (s_lazycv_params == NULL && (s_lazycv_params = PyUnicode_InternFromString("_lazycv_params")) == NULL)
+        return NULL;
+    if (nargs != 8 || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 6 || !PyBytes_Check(args[6]) ||
+            !PyTuple_Check(args[7])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "launch(fn, cufunc, stream, (gx, gy, gz, bx, by, bz), slots, pointers, kinds: bytes, args: tuple)");
+        return NULL;
+    }
+    void *fn = PyLong_AsVoidPtr(args[0]), *cufunc = PyLong_AsVoidPtr(args[1]), *stream = PyLong_AsVoidPtr(args[2]);
+    void *pointers = PyLong_AsVoidPtr(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    unsigned dims[6];
+    for (int j = 0; j < 6; j++) {
+        PyObject *o = PyNumber_Index(PyTuple_GET_ITEM(args[3], j));
+        unsigned long d = o != NULL ? PyLong_AsUnsignedLong(o) : (unsigned long)-1;
+        Py_XDECREF(o);
+        if (d == (unsigned long)-1 && PyErr_Occurred())
+            return NULL;
+        if (d > 0xFFFFFFFFul) {
+            PyErr_SetString(PyExc_OverflowError, "launch: a grid or block size past 32 bits");
+            return NULL;
+        }
+        dims[j] = (unsigned)d;
+    }
+    PyObject *kinds = args[6], *values = args[7];
+    Py_ssize_t n = PyBytes_GET_SIZE(kinds);
+    if (PyTuple_GET_SIZE(values) != n) {
+        PyErr_SetString(PyExc_ValueError, "launch: an argument per kind");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[4], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    const unsigned char *kind = (const unsigned char *)PyBytes_AS_STRING(kinds);
+    Py_ssize_t cap = view.len / 8, at = 0;
+    char *slots = (char *)view.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(values, i);
+        unsigned k = kind[i];
+        if (at + (k >= 5 ? (Py_ssize_t)k : 1) > cap) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_ValueError, "launch: more parameters than slots");
+            return NULL;
+        }
+        if (k >= 5) {                                       /* an array: its cached parameters */
+            PyObject *params = PyObject_GetAttr(v, s_lazycv_params);
+            if (params == NULL) {
+                PyErr_Clear();
+                goto python;
+            }
+            if (!PyTuple_Check(params) || PyTuple_GET_SIZE(params) != (Py_ssize_t)k) {
+                Py_DECREF(params);
+                goto python;
+            }
+            for (unsigned j = 0; j < k; j++) {
+                long long q = PyLong_AsLongLong(PyTuple_GET_ITEM(params, j));
+                if (q == -1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    Py_DECREF(params);
+                    goto python;
+                }
+                memcpy(slots + 8 * at++, &q, 8);
+            }
+            Py_DECREF(params);
+        } else if (k == 1) {
+            long long q = PyLong_AsLongLong(v);
+            if (q == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto python;
+            }
+            memcpy(slots + 8 * at++, &q, 8);
+        } else if (k == 2 || k == 3) {
+            double d = PyFloat_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto python;
+            }
+            if (k == 2) {
+                memcpy(slots + 8 * at++, &d, 8);
+            } else {
+                if (isfinite(d) && fabs(d) > FLT_MAX)
+                    goto python;                          /* (rounded to inf by the Python path) */
+                float f = (float)d;
+                memset(slots + 8 * at, 0, 8);
+                memcpy(slots + 8 * at++, &f, 4);
+            }
+        } else {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_ValueError, "launch: an unknown kind");
+            return NULL;
+        }
+    }
+    PyBuffer_Release(&view);
+    int err = 0;
+    if (fn != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        err = ((launch_fn)fn)(cufunc, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, stream,
+                              (void **)pointers, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    return PyLong_FromLong(err);
+python:
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ loose keys */
@@ -2244,6 +2398,8 @@ static PyMethodDef methods[] = {
     {"values_of", values_of, METH_O, "ir.Recording.values's loop: weak references dereferenced"},
     {"track", track, METH_O, "the cyclic GC tracks the object again (an Allocation a write joins)"},
     {"fills", (PyCFunction)(void (*)(void))fills, METH_FASTCALL, "program.FlushProgram._fills in C"},
+    {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
+     "a kernel's parameters written into its slots and cuLaunchKernel called, or None where Python writes them"},
     {"single_args", (PyCFunction)(void (*)(void))single_args, METH_FASTCALL,
      "program.SingleFlushProgram's launch arguments, or None where a value is gone"},
     {"loose_tokens", loose_tokens, METH_O, "plancache.loose_tokens(tokens) in C"},

@@ -340,7 +340,7 @@ class SingleFlushProgram(_FlushProgramBase):
     """A replayed flush that went out as one kernel of one item (a frame at a time: W2), as
     that launch: its arguments gathered from the recorded values by position, fresh outputs,
     the results bound — no plan thawed, no layout or argument recipe walked."""
-    __slots__ = ("compiled", "rows", "cols", "recipe", "shapes", "slab", "results")
+    __slots__ = ("compiled", "rows", "cols", "recipe", "memo", "shapes", "slab", "results")
 
     @classmethod
     def capture(cls, kernel, layout, entry, sinks, at):
@@ -355,6 +355,7 @@ class SingleFlushProgram(_FlushProgramBase):
         prog.compiled, prog.rows, prog.cols = compiled, kernel.rows, kernel.cols
         prog.recipe = tuple((True, vals[item[1]], None, None) if item[0] == "src" else
                             (False, vals[item[1]], item[2], DYN_CONVERT[item[3]]) for item in compiled.recipe)
+        prog.memo = [None] * len(prog.recipe)     # (_hotpath.single_args: scalars converted last)
         outputs, slot_of = [], {}
         for n in kernel.outputs:
             if n.result is None or n.result.y0 or n.result.x0:
@@ -382,7 +383,7 @@ class SingleFlushProgram(_FlushProgramBase):
         if self.slab:
             bufs = bufs[0][1]
         hot = runtime.HOTPATH
-        args = hot.single_args(values, self.recipe, bufs) if hot is not None else \
+        args = hot.single_args(values, self.recipe, bufs, self.memo) if hot is not None else \
             self._py_args(values, bufs)
         if args is None:                 # a value is gone: the general path decides
             return False

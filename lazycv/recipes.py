@@ -93,6 +93,8 @@ def bind(GpuMat):
         runtime.HOTPATH = _hotpath
         plancache._hot_loose = _hotpath.loose_tokens
         ir.TRACK, ir.VALUES_OF = _hotpath.track, _hotpath.values_of
+        from .backends import cuda as cuda_backend
+        cuda_backend.HOT_LAUNCH = _hotpath.launch
     else:
         _signature, _node, _lazy = lambda args, kw: signature(args, kw, GpuMat), Node, _py_lazy
 

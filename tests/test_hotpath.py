@@ -586,21 +586,28 @@ def test_result_allocations_stay_out_of_the_cyclic_gc_until_a_write_joins_them()
     assert ref() is None
 
 
-def test_fills_equal_the_python_ones(monkeypatch):
-    """A batched flush program's table fills (ROI offsets, ints, floats as bytes — -0.0 apart
-    from 0.0) from _hotpath.fills equal FlushProgram._py_fills's; a gone value raises
-    AttributeError in both (the program then declines)."""
+def last_program_run(monkeypatch, kind):
+    """From a fresh plan cache, the last run of a flush program class: {"prog", "values"}."""
     from lazycv import program
     from lazycv.plancache import PlanCache
     recipes.bind(GpuMat)
     monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
     got = {}
-    real = program.FlushProgram.run
+    cls = getattr(program, kind)
+    real = cls.run
 
     def spy(self, values, mats):
         got["prog"], got["values"] = self, values
         return real(self, values, mats)
-    monkeypatch.setattr(program.FlushProgram, "run", spy)
+    monkeypatch.setattr(cls, "run", spy)
+    return got
+
+
+def test_fills_equal_the_python_ones(monkeypatch):
+    """A batched flush program's table fills (ROI offsets, ints, floats as bytes — -0.0 apart
+    from 0.0) from _hotpath.fills equal FlushProgram._py_fills's; a gone value raises
+    AttributeError in both (the program then declines)."""
+    got = last_program_run(monkeypatch, "FlushProgram")
     frame = upload(np.arange(20 * 24 * 3, dtype=np.uint8).reshape(20, 24, 3))
     for it in range(3):
         outs = [cv2.cuda.split(cv2.cuda.subtract(
@@ -637,17 +644,7 @@ def test_single_args_equal_the_python_ones(monkeypatch):
     converted — np.float32 among them —, outputs at (0, 0)) from _hotpath.single_args equal
     SingleFlushProgram._py_args's; a gone value, or a value of the wrong kind, gives None in
     both (the program then declines)."""
-    from lazycv import program
-    from lazycv.plancache import PlanCache
-    recipes.bind(GpuMat)
-    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
-    got = {}
-    real = program.SingleFlushProgram.run
-
-    def spy(self, values, mats):
-        got["prog"], got["values"] = self, values
-        return real(self, values, mats)
-    monkeypatch.setattr(program.SingleFlushProgram, "run", spy)
+    got = last_program_run(monkeypatch, "SingleFlushProgram")
     frame = upload(np.arange(20 * 24 * 3, dtype=np.uint8).reshape(20, 24, 3))
     for it in range(3):
         f = cv2.cuda.resize(GpuMat(frame, (it, 1, 12, 9)), (4, 3)).convertTo(cv2.CV_32FC3, alpha=0.5)
@@ -655,7 +652,12 @@ def test_single_args_equal_the_python_ones(monkeypatch):
     prog, values = got["prog"], got["values"]
     bufs = [object(), object()]
     want = prog._py_args(values, bufs)
-    assert hot.single_args(values, prog.recipe, bufs) == want
+    assert hot.single_args(values, prog.recipe, bufs, None) == want
+    memo = [None] * len(prog.recipe)
+    first = hot.single_args(values, prog.recipe, bufs, memo)
+    again = hot.single_args(values, prog.recipe, bufs, memo)          # (converted scalars reused)
+    assert first == again == want and any(m is not None for m in memo)
+    assert [type(a) for a in first] == [type(a) for a in want]
     assert want[-6:] == (bufs[0], 0, 0, bufs[1], 0, 0)
     kinds = {type(a) for a in want}
     assert {int, float} <= kinds and any(s for s, *_ in prog.recipe) and not all(s for s, *_ in prog.recipe)
@@ -664,4 +666,45 @@ def test_single_args_equal_the_python_ones(monkeypatch):
     for p, v in ((src, None), (scalar, None), (src, values[scalar]), (scalar, values[src])):
         wrong = list(values)
         wrong[p] = v
-        assert prog._py_args(wrong, bufs) is None and hot.single_args(wrong, prog.recipe, bufs) is None
+        assert prog._py_args(wrong, bufs) is None and hot.single_args(wrong, prog.recipe, bufs, memo) is None
+
+
+def test_single_args_memo_keeps_signed_zeros_and_new_values_apart():
+    """A remembered conversion serves only the same float (by its bits): -0.0 after 0.0, and
+    any new value, are converted anew."""
+    node = ir.Node.__new__(ir.Node)
+    recipe = ((False, 0, 0, np.float32),)
+    memo = [None]
+    for x in (0.5, 0.5, 0.0, -0.0, -0.0, 1e-3, float("nan"), float("nan"), 0.0):
+        node.dyn = (x,)
+        got, = hot.single_args([node], recipe, [], memo)
+        assert type(got) is np.float32 and np.float32(x).tobytes() == got.tobytes()
+
+
+class _Array:
+    """Stands in for a device array: its cached launch parameters."""
+    def __init__(self, params):
+        self._lazycv_params = params
+
+
+def test_launch_writes_the_slots_as_param_slots_does():
+    """_hotpath.launch's slot writing (fn 0: written, not launched) equals ParamSlots.write's for
+    ints, float64, float32 (signed zeros, NaN, inf) and arrays; arguments the Python path
+    writes its own way (an array without cached parameters, an int past int64, a float32 past
+    its range) give None and leave the launch to it."""
+    from lazycv.backends.cuda import ParamSlots, _slot_kinds
+    kinds = [None, "i", "f64", "f32", "f32", "i", None, "f32"]
+    widths = [9, 1, 1, 1, 1, 1, 7, 1]
+    arr2 = _Array((0, 0, 12, 4, 0xdeadbeef000, 3, 4, 16, 4))
+    arr1 = _Array((0, 0, 5, 1, 4096, 5, 1))
+    cases = [(arr2, -7, 0.1, 1.5, -0.0, 2 ** 62, arr1, float("nan")),
+             (arr2, np.int32(3), np.float32(2.5), np.float64(1e30), float("inf"), 0, arr1, -3.25)]
+    for args in cases:
+        py, c = ParamSlots(kinds, widths), ParamSlots(kinds, widths)
+        py.write(args)
+        assert hot.launch(0, 0, 0, (1, 1, 1, 32, 4, 1), c.ints, c.pointers, _slot_kinds(kinds, widths), args) == 0
+        assert c.ints.tobytes() == py.ints.tobytes()
+    for bad in ((_Array((1, 2)),) + cases[0][1:], (object(),) + cases[0][1:],
+                cases[0][:1] + (2 ** 63,) + cases[0][2:], cases[0][:3] + (1e39,) + cases[0][4:]):
+        c = ParamSlots(kinds, widths)
+        assert hot.launch(0, 0, 0, (1, 1, 1, 32, 4, 1), c.ints, c.pointers, _slot_kinds(kinds, widths), bad) is None

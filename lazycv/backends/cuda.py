@@ -706,13 +706,37 @@ class _NotPackable(Exception):
     """An argument the packed path does not handle: launch through the dispatcher instead."""
 
 
+# _hotpath.launch where the C extension was built and is in use (bound by recipes.bind, which
+# honours LAZYCV_HOTPATH=0): a launch's parameters written and cuLaunchKernel called in C
+HOT_LAUNCH = None
+_DRIVER_LAUNCH = []          # [address of libcuda's cuLaunchKernel, or 0], looked up once
+
+
+def _driver_launch_address():
+    """The address of the driver's ``cuLaunchKernel`` (the legacy default-stream entry point,
+    as cuda.bindings calls it), 0 where it cannot be found."""
+    if not _DRIVER_LAUNCH:
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            _DRIVER_LAUNCH.append(ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value or 0)
+        except (OSError, AttributeError):
+            _DRIVER_LAUNCH.append(0)
+    return _DRIVER_LAUNCH[0]
+
+
+def _slot_kinds(kinds, widths):
+    """_hotpath.launch's kinds: a byte an argument (1 an int, 2 a float64, 3 a float32, an
+    array's slot count for an array)."""
+    return bytes(w if k is None else {"i": 1, "f64": 2, "f32": 3}[k] for k, w in zip(kinds, widths))
+
+
 class _DirectLaunch:
     """A compiled overload launched without the dispatcher.
 
     ``driver`` (the default) keeps one parameter buffer per kernel — an 8-byte slot per kernel
     parameter and the array of pointers to the slots that ``cuLaunchKernel`` reads, both built
-    once — writes each launch's values into it with one numpy assignment and calls
-    ``cuda.bindings.driver.cuLaunchKernel``. ``packed`` builds the parameter list for
+    once — writes each launch's values into it (ParamSlots.write) and calls
+    ``cuda.bindings.driver.cuLaunchKernel``, or does both in C (``HOT_LAUNCH``). ``packed`` builds the parameter list for
     ``cuda.core.launch`` (which converts every parameter again each call). Both flatten an
     array argument once per array object into what numba-cuda passes for it (meminfo, parent,
     size, itemsize, data pointer, shape, strides — the layout of ``_Kernel._prepare_args``) and
@@ -722,7 +746,7 @@ class _DirectLaunch:
     """
     __slots__ = ("kernel", "mode", "packers", "cukernel", "configs", "to_core_stream",
                  "default_stream", "config_cls", "launch_fn", "kinds", "slots", "cufunc",
-                 "cu_launch")
+                 "cu_launch", "slot_kinds", "cufunc_address")
 
     def __init__(self, argument_types, mode, kernel=None, cufunc=None):
         """``kernel``: numba-cuda's compiled overload; or ``cufunc``, the loaded function of a
@@ -763,6 +787,7 @@ class _DirectLaunch:
                 self.mode = "packed"
         if self.mode == "driver":
             self.slots = ParamSlots(kinds, widths)
+            self.slot_kinds, self.cufunc_address = _slot_kinds(kinds, widths), None
 
     def launch(self, grid, args, stream):
         if self.mode == "driver":
@@ -786,11 +811,27 @@ class _DirectLaunch:
         self.launch_fn(core_stream, config, self.cukernel, *params)
 
     def _launch_driver(self, grid, args, stream):
-        self.slots.write(args)
         if self.cufunc is None:
             self.cufunc = _cu_function(self.kernel._codelibrary.get_cufunc().handle)
+        handle = 0 if stream is None else int(stream.handle or 0)
+        if HOT_LAUNCH is not None:
+            # the slots written and the driver called in C (W2: 6 µs a launch in Python)
+            fn = _driver_launch_address()
+            if self.cufunc_address is None:
+                try:
+                    self.cufunc_address = int(self.cufunc)
+                except TypeError:              # (a handle of another binding: the Python path)
+                    self.cufunc_address = 0
+            if fn and self.cufunc_address:
+                err = HOT_LAUNCH(fn, self.cufunc_address, handle, tuple(grid) + BLOCK, self.slots.ints,
+                                 self.slots.pointers, self.slot_kinds, args if type(args) is tuple else tuple(args))
+                if err is not None:            # (None: an argument the Python path writes)
+                    if err:
+                        raise RuntimeError(f"lazycv: cuLaunchKernel failed: CUresult {err}")
+                    return
+        self.slots.write(args)
         err, = self.cu_launch(self.cufunc, grid[0], grid[1], grid[2], BLOCK[0], BLOCK[1], BLOCK[2], 0,
-                              0 if stream is None else int(stream.handle or 0), self.slots.pointers, 0)
+                              handle, self.slots.pointers, 0)
         if err:
             raise RuntimeError(f"lazycv: cuLaunchKernel failed: {err!r}")
 
