@@ -198,9 +198,12 @@ class BufferPool:
         taken back. Only the last owner's buffers are kept: at most one flush's outputs sit
         outside the free lists and their cap."""
         kept = self._kept
-        if kept is not None and kept.owner is owner:
-            if kept.counts == _refcounts(kept.objs) and all(
-                    id(lt) in self._finalizers for lt in kept.lifetimes):
+        if kept is not None and kept.owner is owner and kept.counts == _refcounts(kept.objs):
+            finalizers = self._finalizers
+            for lt in kept.lifetimes:
+                if id(lt) not in finalizers:
+                    break
+            else:
                 kept.used = self._now()
                 return kept.bufs
         bufs = [self.alloc(shape, dtype) if n is None else self.alloc_batch(n, shape, dtype)
@@ -245,7 +248,7 @@ class _Kept:
 
 def _refcounts(objs):
     """The reference counts of ``objs`` (held by one tuple), measured the same way each time."""
-    return [getrefcount(o) for o in objs]
+    return list(map(getrefcount, objs))
 
 
 def host_view(storage):
