@@ -1966,9 +1966,12 @@ static PyObject *converted(PyObject *memo, Py_ssize_t i, PyObject *x, PyObject *
     PyObject *last = memo != NULL && i < PyList_GET_SIZE(memo) ? PyList_GET_ITEM(memo, i) : NULL;
     if (last != NULL && PyTuple_Check(last) && PyTuple_GET_SIZE(last) == 2) {
         PyObject *x0 = PyTuple_GET_ITEM(last, 0);
-        double a, b;
-        if (x0 == x || (PyFloat_CheckExact(x0) && PyFloat_CheckExact(x) &&
-                        (a = PyFloat_AS_DOUBLE(x0), b = PyFloat_AS_DOUBLE(x), memcmp(&a, &b, sizeof a) == 0))) {
+        int same = x0 == x;
+        if (!same && PyFloat_CheckExact(x0) && PyFloat_CheckExact(x)) {
+            double a = PyFloat_AS_DOUBLE(x0), b = PyFloat_AS_DOUBLE(x);
+            same = memcmp(&a, &b, sizeof a) == 0;
+        }
+        if (same) {
             PyObject *y = PyTuple_GET_ITEM(last, 1);
             Py_INCREF(y);
             return y;

@@ -736,8 +736,9 @@ class _DirectLaunch:
     ``driver`` (the default) keeps one parameter buffer per kernel — an 8-byte slot per kernel
     parameter and the array of pointers to the slots that ``cuLaunchKernel`` reads, both built
     once — writes each launch's values into it (ParamSlots.write) and calls
-    ``cuda.bindings.driver.cuLaunchKernel``, or does both in C (``HOT_LAUNCH``). ``packed`` builds the parameter list for
-    ``cuda.core.launch`` (which converts every parameter again each call). Both flatten an
+    ``cuda.bindings.driver.cuLaunchKernel``, or does both in C (``HOT_LAUNCH``). ``packed``
+    builds the parameter list for ``cuda.core.launch`` (which converts every parameter again
+    each call). Both flatten an
     array argument once per array object into what numba-cuda passes for it (meminfo, parent,
     size, itemsize, data pointer, shape, strides — the layout of ``_Kernel._prepare_args``) and
     cache it on the array. ``overload`` hands the arguments to numba-cuda's ``_Kernel.launch``
@@ -824,7 +825,7 @@ class _DirectLaunch:
                     self.cufunc_address = 0
             if fn and self.cufunc_address:
                 err = HOT_LAUNCH(fn, self.cufunc_address, handle, tuple(grid) + BLOCK, self.slots.ints,
-                                 self.slots.pointers, self.slot_kinds, args if type(args) is tuple else tuple(args))
+                                 self.slots.pointers, self.slot_kinds, tuple(args))
                 if err is not None:            # (None: an argument the Python path writes)
                     if err:
                         raise RuntimeError(f"lazycv: cuLaunchKernel failed: CUresult {err}")
