@@ -154,14 +154,17 @@ class BufferPool:
             return slab, items
         items = [storage[b] for b in range(n)]
         left = [n + 1]
+        finalizers = self._finalizers
 
-        def one_gone():
+        def one_gone(ident):
+            finalizers.pop(ident, None)
             left[0] -= 1
             if left[0] == 0:
                 self._release(key, storage, None)
+        # a view's callback is kept by its id, as _when_gone's: pinning a view drops it, so
+        # the count never reaches zero and the slab's storage is never recycled
         for v in [slab] + items:
-            f = weakref.finalize(v, one_gone)
-            f.atexit = False
+            finalizers[id(v)] = weakref.ref(v, lambda _r, ident=id(v): one_gone(ident))
         return slab, items
 
     def _release(self, key, storage, ident):
@@ -208,13 +211,18 @@ class BufferPool:
                 return kept.bufs
         bufs = [self.alloc(shape, dtype) if n is None else self.alloc_batch(n, shape, dtype)
                 for n, shape, dtype in shapes]
-        if self._items is None:                 # (per-item finalizers: a pin cannot be seen)
-            return bufs
-        lifetimes = tuple(self._lifetime(b if n is None else b[0]) for (n, _, _), b in zip(shapes, bufs))
-        objs = lifetimes + tuple(v for b, (n, _, _) in zip(bufs, shapes)
-                                 for v in ((b,) if n is None else (b[0], *b[1])))
-        self._kept = _Kept(owner, bufs, objs, lifetimes, self._now())
+        self._kept = _Kept(owner, bufs, *self._watched(shapes, bufs), self._now())
         return bufs
+
+    def _watched(self, shapes, bufs):
+        """(objs, lifetimes) of outputs_for's new ``bufs``: every buffer, slab and item, and the
+        objects a pin drops the callback of (a buffer's or slab's lifetime object, or each view
+        of a slab whose views are tracked one by one). Made here so that no local of the caller
+        holds them when their counts are taken."""
+        views = [(b,) if n is None else (b[0], *b[1]) for (n, _, _), b in zip(shapes, bufs)]
+        lifetimes = tuple(lt for v in views for lt in
+                          ((self._lifetime(v[0]),) if len(v) == 1 or self._items is not None else v))
+        return lifetimes + tuple(x for v in views for x in v), lifetimes
 
     def clear(self):
         with self._lock:
