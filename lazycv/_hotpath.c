@@ -1831,6 +1831,15 @@ static PyObject *pending_of(PyObject *mod, PyObject *mats) {
 /* ------------------------------------------------------------------ a program's tables */
 static PyObject *s_fill_y0 = NULL, *s_fill_x0 = NULL, *s_fill_dyn = NULL;
 
+/* A Node's dyn[kk] (borrowed), or NULL without an error where ``v`` is not a Node with a tuple
+ * of dyn values that long (the callers decide what then). */
+static PyObject *node_dyn(PyObject *v, Py_ssize_t kk) {
+    PyObject *dyn = Py_TYPE(v) == NodeT ? SLOT(v, N_dyn) : NULL;
+    if (dyn == NULL || !PyTuple_CheckExact(dyn) || kk < 0 || kk >= PyTuple_GET_SIZE(dyn))
+        return NULL;
+    return PyTuple_GET_ITEM(dyn, kk);
+}
+
 /* program.FlushProgram._fills(values) in C: per src fill the items' y0 and x0 lists, per int
  * fill the ints, per float fill the values' bytes as little-endian doubles (struct.pack's
  * "<Nd"). A gone value (None) raises AttributeError, as the Python function does. */
@@ -1862,12 +1871,11 @@ static PyObject *fills_of(PyObject *values, PyObject *poss, PyObject *name, Py_s
             } else
                 x = PyObject_GetAttr(v, name);
         } else {
-            PyObject *dyn = Py_TYPE(v) == NodeT ? SLOT(v, N_dyn) : NULL;
-            if (dyn != NULL && PyTuple_CheckExact(dyn) && kk >= 0 && kk < PyTuple_GET_SIZE(dyn)) {
-                x = PyTuple_GET_ITEM(dyn, kk);
+            if ((x = node_dyn(v, kk)) != NULL) {
                 Py_INCREF(x);
             } else {
-                if ((dyn = PyObject_GetAttr(v, name)) == NULL)
+                PyObject *dyn = PyObject_GetAttr(v, name);
+                if (dyn == NULL)
                     goto fail;
                 x = PySequence_GetItem(dyn, kk);
                 Py_DECREF(dyn);
@@ -2032,13 +2040,12 @@ static PyObject *single_args(PyObject *mod, PyObject *const *args, Py_ssize_t na
             }
             continue;
         }
-        PyObject *dyn = Py_TYPE(v) == NodeT ? SLOT(v, N_dyn) : NULL;
         Py_ssize_t kk = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 2));
         if (kk == -1 && PyErr_Occurred())
             goto fail;
-        if (dyn == NULL || !PyTuple_Check(dyn) || kk < 0 || kk >= PyTuple_GET_SIZE(dyn))
+        PyObject *x = node_dyn(v, kk), *conv = PyTuple_GET_ITEM(e, 3), *y;
+        if (x == NULL)
             goto gone;
-        PyObject *x = PyTuple_GET_ITEM(dyn, kk), *conv = PyTuple_GET_ITEM(e, 3), *y;
         if (conv == (PyObject *)&PyLong_Type)
             y = PyNumber_Long(x);
         else if (conv == (PyObject *)&PyFloat_Type)

@@ -692,7 +692,7 @@ def test_launch_writes_the_slots_as_param_slots_does():
     ints, float64, float32 (signed zeros, NaN, inf) and arrays; arguments the Python path
     writes its own way (an array without cached parameters, an int past int64, a float32 past
     its range) give None and leave the launch to it."""
-    from lazycv.backends.cuda import ParamSlots, _slot_kinds
+    from lazycv.backends.cuda import ParamSlots
     kinds = [None, "i", "f64", "f32", "f32", "i", None, "f32"]
     widths = [9, 1, 1, 1, 1, 1, 7, 1]
     arr2 = _Array((0, 0, 12, 4, 0xdeadbeef000, 3, 4, 16, 4))
@@ -702,9 +702,9 @@ def test_launch_writes_the_slots_as_param_slots_does():
     for args in cases:
         py, c = ParamSlots(kinds, widths), ParamSlots(kinds, widths)
         py.write(args)
-        assert hot.launch(0, 0, 0, (1, 1, 1, 32, 4, 1), c.ints, c.pointers, _slot_kinds(kinds, widths), args) == 0
+        assert hot.launch(0, 0, 0, (1, 1, 1, 32, 4, 1), c.ints, c.pointers, c.codes, args) == 0
         assert c.ints.tobytes() == py.ints.tobytes()
     for bad in ((_Array((1, 2)),) + cases[0][1:], (object(),) + cases[0][1:],
                 cases[0][:1] + (2 ** 63,) + cases[0][2:], cases[0][:3] + (1e39,) + cases[0][4:]):
         c = ParamSlots(kinds, widths)
-        assert hot.launch(0, 0, 0, (1, 1, 1, 32, 4, 1), c.ints, c.pointers, _slot_kinds(kinds, widths), bad) is None
+        assert hot.launch(0, 0, 0, (1, 1, 1, 32, 4, 1), c.ints, c.pointers, c.codes, bad) is None

@@ -724,10 +724,15 @@ def _driver_launch_address():
     return _DRIVER_LAUNCH[0]
 
 
-def _slot_kinds(kinds, widths):
-    """_hotpath.launch's kinds: a byte an argument (1 an int, 2 a float64, 3 a float32, an
-    array's slot count for an array)."""
-    return bytes(w if k is None else {"i": 1, "f64": 2, "f32": 3}[k] for k, w in zip(kinds, widths))
+def _c_launchable(cufunc):
+    """The address of ``cufunc`` for _hotpath.launch, once per kernel; 0 where the C launch
+    cannot serve it (no driver entry point found, or a handle of another binding)."""
+    if not _driver_launch_address():
+        return 0
+    try:
+        return int(cufunc)
+    except TypeError:
+        return 0
 
 
 class _DirectLaunch:
@@ -747,7 +752,7 @@ class _DirectLaunch:
     """
     __slots__ = ("kernel", "mode", "packers", "cukernel", "configs", "to_core_stream",
                  "default_stream", "config_cls", "launch_fn", "kinds", "slots", "cufunc",
-                 "cu_launch", "slot_kinds", "cufunc_address")
+                 "cu_launch", "cufunc_address")
 
     def __init__(self, argument_types, mode, kernel=None, cufunc=None):
         """``kernel``: numba-cuda's compiled overload; or ``cufunc``, the loaded function of a
@@ -788,7 +793,7 @@ class _DirectLaunch:
                 self.mode = "packed"
         if self.mode == "driver":
             self.slots = ParamSlots(kinds, widths)
-            self.slot_kinds, self.cufunc_address = _slot_kinds(kinds, widths), None
+            self.cufunc_address = None
 
     def launch(self, grid, args, stream):
         if self.mode == "driver":
@@ -817,15 +822,11 @@ class _DirectLaunch:
         handle = 0 if stream is None else int(stream.handle or 0)
         if HOT_LAUNCH is not None:
             # the slots written and the driver called in C (W2: 6 µs a launch in Python)
-            fn = _driver_launch_address()
             if self.cufunc_address is None:
-                try:
-                    self.cufunc_address = int(self.cufunc)
-                except TypeError:              # (a handle of another binding: the Python path)
-                    self.cufunc_address = 0
-            if fn and self.cufunc_address:
-                err = HOT_LAUNCH(fn, self.cufunc_address, handle, tuple(grid) + BLOCK, self.slots.ints,
-                                 self.slots.pointers, self.slot_kinds, tuple(args))
+                self.cufunc_address = _c_launchable(self.cufunc)
+            if self.cufunc_address:
+                err = HOT_LAUNCH(_DRIVER_LAUNCH[0], self.cufunc_address, handle, tuple(grid) + BLOCK,
+                                 self.slots.ints, self.slots.pointers, self.slots.codes, tuple(args))
                 if err is not None:            # (None: an argument the Python path writes)
                     if err:
                         raise RuntimeError(f"lazycv: cuLaunchKernel failed: CUresult {err}")
@@ -840,15 +841,19 @@ class _DirectLaunch:
 class ParamSlots:
     """A kernel's parameters as ``cuLaunchKernel`` reads them: one 8-byte slot per parameter
     and an array of pointers to the slots (``pointers``: its address), both made once. Kinds
-    per argument: None (an array: its flattened parameters), "i", "f32", "f64". Slots are
-    little-endian, so a 4-byte parameter is read from its slot's low half.
+    per argument: None (an array: its flattened parameters), "i", "f32", "f64" (``codes``: the
+    same as _hotpath.launch reads them). Slots are little-endian, so a 4-byte parameter is read
+    from its slot's low half.
 
     A launch's values go in with one ``struct.pack_into`` call of a function generated for the
     kinds (1.6 µs for W2's 26 arguments where a loop over them into a numpy array took 5)."""
-    __slots__ = ("kinds", "ints", "f64", "f32", "_ptrs", "pointers", "_pack")
+    __slots__ = ("kinds", "codes", "ints", "f64", "f32", "_ptrs", "pointers", "_pack")
 
     def __init__(self, kinds, widths):
         self.kinds = kinds
+        # a byte an argument: 1 an int, 2 a float64, 3 a float32, an array's slot count
+        self.codes = bytes(w if k is None else {"i": 1, "f64": 2, "f32": 3}[k]
+                           for k, w in zip(kinds, widths))
         nslots = sum(widths)
         self.ints = np.zeros(max(nslots, 1), np.int64)
         self.f64, self.f32 = self.ints.view(np.float64), self.ints.view(np.float32)
