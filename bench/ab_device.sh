@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # One device call comparing two trees of lazycv (run from the repository root on the device):
 # .snap (new) and .snap_old (old), each `git archive <rev> | tar -x -C <dir>`, carried with .whl
-# (a numpy 2.4 wheel). The GPU tests on the new tree, then two alternations of host_flush.py,
-# record_cost.py, profile_w2.py and w2.py, then w1.py at 64 frames and w34.py on the new one.
-# Log to $OUT/log.txt, JSON into $OUT/json.tgz. Runs 103-104 in bench/RESULTS.md.
-# run from the repo root on the device: .snap (new) and .snap_old (old) carried, .whl carried
+# (a numpy 2.4 wheel). The GPU tests on the new tree, then two alternations of record_cost.py,
+# profile_w2.py, w2.py and w1.py at 64 frames, then w34.py and c1.py (the host's CPU) on each.
+# Log to $OUT/log.txt, JSON into $OUT/json.tgz. Runs 103-104 and 109 in bench/RESULTS.md.
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONUNBUFFERED=1 LAZYCV_CACHE_DIR=/tmp/lk
@@ -13,22 +12,24 @@ SO=$(python3 -c "import sysconfig;print('_hotpath'+sysconfig.get_config_var('EXT
 for d in .snap .snap_old; do gcc -O2 -shared -fPIC -I$INC $d/lazycv/_hotpath.c -o $d/lazycv/$SO || exit 1; done
 LOG=$OUT/log.txt
 quiet() { grep -v -e "NumbaPerformanceWarning" -e "warn(errors" -e "^$" ; }
+in_tree() { (cd $1 && export PYTHONPATH=/tmp/site:$PWD OUT=$OUT/$2 && mkdir -p $OUT && eval "$3"); }
 {
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-(cd .snap && PYTHONPATH=/tmp/site:$PWD LAZYCV_BACKEND=cuda timeout 240 python3 -m pytest -q -m sim tests -p no:cacheprovider -W ignore -rf -n 12 --ignore=tests/test_ray.py 2>&1 | tail -6)
+[ -n "${SKIP_TESTS:-}" ] || (cd .snap && PYTHONPATH=/tmp/site:$PWD LAZYCV_BACKEND=cuda timeout 240 python3 -m pytest -q -m sim tests -p no:cacheprovider -W ignore -rf -n 12 --ignore=tests/test_ray.py 2>&1 | tail -6)
 for round in 1 2; do
   for tree in .snap_old .snap; do
     echo "=== $tree round $round"
-    (cd $tree && export PYTHONPATH=/tmp/site:$PWD OUT=$OUT/$tree$round && mkdir -p $OUT &&
-      timeout 120 python3 bench/host_flush.py 2>&1 | quiet;
-      timeout 120 python3 bench/record_cost.py 2>&1 | quiet | tail -8;
-      timeout 120 python3 bench/profile_w2.py --frames 3000 2>&1 | grep -E "^W2|^launch pieces";
-      timeout 200 python3 bench/w2.py --peers torch_eager 2>&1 | quiet | tail -6)
+    in_tree $tree $tree$round '
+      timeout 90 python3 bench/record_cost.py 2>&1 | quiet | tail -8;
+      timeout 90 python3 bench/profile_w2.py --frames 3000 2>&1 | grep -E "^W2|^launch pieces";
+      timeout 150 python3 bench/w2.py --peers torch_eager 2>&1 | quiet | tail -5;
+      timeout 150 python3 bench/w1.py --batches 64 --no-eager --peers torch_eager 2>&1 | quiet | tail -5'
   done
 done
-echo "=== new: w1 64 and w34"
-(cd .snap && export PYTHONPATH=/tmp/site:$PWD OUT=$OUT/w && mkdir -p $OUT &&
-  timeout 200 python3 bench/w1.py --batches 64 --no-eager --peers torch_eager 2>&1 | quiet | tail -8;
-  timeout 200 python3 bench/w34.py --repeats 15 2>&1 | quiet | tail -14)
+for tree in .snap_old .snap; do
+  echo "=== $tree: w34, c1 (CPU backend)"
+  in_tree $tree ${tree}w 'timeout 150 python3 bench/w34.py --repeats 15 2>&1 | quiet | tail -12;
+    LAZYCV_BACKEND=cpu timeout 120 python3 bench/c1.py --repeats 30 2>&1 | quiet | tail -9'
+done
 } 2>&1 | tee $LOG
 cd $OUT && find . -name "*.json" | tar czf json.tgz -T - && find . -name "*.json" -delete

@@ -69,14 +69,17 @@ static inline void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
  * each such object counts toward the next collection, and those still pending when one runs
  * move to older generations, whose growth triggers collections of the whole process's heap
  * (bench/host_scaling.py: recording thousands of frames before a flush cost twice as much
- * per frame as hundreds). None of them but the GpuMat can be part of a reference cycle: a
- * Node refers to its op (a registry object), its inputs (earlier Nodes and Sources, which
- * refer only to memory) and, where the replay leaves it untracked, to static and dynamic
- * values that are plain numbers, strings and tuples of them; tokens and the tuples of ints
- * in them refer to the same; weak references without a callback refer to nothing. So the
- * replay leaves them out of the GC's lists, as CPython does itself for tuples of atomic
- * values; reference counting frees them as before. The GpuMat, which users hold and which
- * pending writes refer back to, stays tracked. */
+ * per frame as hundreds). None of them can be part of a reference cycle: a Node refers to
+ * its op (a registry object), its inputs (earlier Nodes and Sources, which refer only to
+ * memory) and, where the replay leaves it untracked, to static and dynamic values that are
+ * plain numbers, strings and tuples of them; tokens and the tuples of ints in them refer to
+ * the same; weak references without a callback refer to nothing. A lazy GpuMat of such a
+ * node refers to it, to plain values, to a Stream (which refers to no GpuMat), and later to
+ * its memory (an Allocation, whose pending writes refer to it weakly); its views refer to
+ * it, it to them only weakly. Only GpuMat.swap can hand it a parent, and tracks it again
+ * (ir.TRACK). So the replay leaves them out of the GC's lists, as CPython does itself for
+ * tuples of atomic values; reference counting frees them as before. A subclass of GpuMat
+ * (which may have a __dict__) stays tracked. */
 static int atomic(PyObject *o, int depth) {
     if (o == Py_None || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o) ||
             PyBytes_CheckExact(o) || PyBool_Check(o))
@@ -193,6 +196,8 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static void memo_clear(void);
+
 static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
     PyObject *recipe_t, *recipes_mod, *streams_mod, *table, *miss, *run;
     if (!PyArg_ParseTuple(args, "OOOOOO", &recipe_t, &recipes_mod, &streams_mod, &table, &miss, &run))
@@ -221,7 +226,9 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
         return NULL;
     recipes_dict = PyModule_GetDict(recipes_mod); Py_INCREF(recipes_dict);
     streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
+    Py_XDECREF(RECIPES);
     RECIPES = table; Py_INCREF(table);
+    memo_clear();                                              /* (recipes of another table) */
     Py_XDECREF(NOTED);
     NOTED = PyDict_GetItemString(recipes_dict, "_NOTED");     /* signatures seen once (a set) */
     if (NOTED == NULL || !PySet_Check(NOTED)) {
@@ -388,6 +395,154 @@ fail:
     Py_XDECREF(sig);
     Py_XDECREF(mats);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ the last call's recipe
+ * A loop calls each function with the same kinds of arguments every time. hot_call keeps the
+ * signature and recipe of each function's last replayed call (MEMO, a small table by the
+ * function's address) and first asks whether this call's arguments give that signature again:
+ * sig_matches walks them as signature() does, comparing each item in place instead of building
+ * the signature, its key and their hash for the recipe table (a third of a call's recording).
+ * recipes.forget() empties it (_hotpath.forget_calls), as it empties the table. */
+#define MEMO_SIZE 64
+#define MEMO_MATS 16
+typedef struct { PyObject *fn, *sig, *recipe; } Memo;
+static Memo MEMO[MEMO_SIZE];
+
+static inline Memo *memo_of(PyObject *fn) {
+    return &MEMO[((uintptr_t)fn >> 4) & (MEMO_SIZE - 1)];
+}
+
+static void memo_clear(void) {
+    for (int i = 0; i < MEMO_SIZE; i++) {
+        Py_CLEAR(MEMO[i].fn);
+        Py_CLEAR(MEMO[i].sig);
+        Py_CLEAR(MEMO[i].recipe);
+    }
+}
+
+static int sig_matches(PyObject *sig, PyObject *pos, PyObject *kw);
+
+static PyObject *signature_matches(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(GpuMatT != NULL);
+    if (nargs != 3 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1]) ||
+            (args[2] != Py_None && !PyDict_Check(args[2]))) {
+        PyErr_SetString(PyExc_TypeError, "signature_matches(sig: tuple, args: tuple, kw: dict or None)");
+        return NULL;
+    }
+    int r = sig_matches(args[0], args[1], args[2]);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+
+static PyObject *forget_calls(PyObject *mod, PyObject *unused) {
+    memo_clear();
+    Py_RETURN_NONE;
+}
+
+/* 1 when ``a`` equals ``b`` as the recipe table's key comparison finds it (identity, then ==) */
+static inline int same(PyObject *a, PyObject *b) {
+    return a == b ? 1 : PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* a value as a signature holds it: a float zero as its sign's marker (signed_zero), borrowed */
+static inline PyObject *zero_marked(PyObject *v) {
+    if (Py_IS_TYPE(v, &PyFloat_Type) && PyFloat_AS_DOUBLE(v) == 0.0)
+        return copysign(1.0, PyFloat_AS_DOUBLE(v)) < 0 ? NEG_ZERO : ZERO;
+    return v;
+}
+
+/* sig_item's check of one argument against the signature's items from ``*j``: 1 when they are
+ * the items sig_item would append (``*j`` moved past them), 0 when not, -1 an error. ``mats``
+ * (``*nm`` of them) are the GpuMat arguments so far, for the alias sig_item numbers. */
+static int sig_item_matches(PyObject *sig, Py_ssize_t *j, PyObject *a, PyObject **mats, Py_ssize_t *nm) {
+    Py_ssize_t n = PyTuple_GET_SIZE(sig), at = *j;
+    PyTypeObject *t = Py_TYPE(a);
+    if (at >= n)
+        return 0;
+    PyObject *item = PyTuple_GET_ITEM(sig, at);
+    if (t == GpuMatT) {
+        PyObject *f[4] = {SLOT(a, G_rows), SLOT(a, G_cols), SLOT(a, G_depth), SLOT(a, G_cn)};
+        Py_ssize_t len = *nm == 0 ? 4 : 5;
+        if (*nm >= MEMO_MATS || !PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != len)
+            return 0;
+        for (int k = 0; k < 4; k++) {
+            if (f[k] == NULL)
+                return 0;
+            int eq = same(f[k], PyTuple_GET_ITEM(item, k));
+            if (eq <= 0)
+                return eq;
+        }
+        if (len == 5) {
+            Py_ssize_t alias = -1;
+            for (Py_ssize_t i = 0; i < *nm; i++)
+                if (mats[i] == a) { alias = i; break; }
+            PyObject *al = PyTuple_GET_ITEM(item, 4);
+            if (!PyLong_CheckExact(al) || PyLong_AsSsize_t(al) != alias)
+                return 0;
+        }
+        mats[(*nm)++] = a;
+        *j = at + 1;
+        return 1;
+    }
+    if (at + 1 >= n)
+        return 0;
+    PyObject *val = PyTuple_GET_ITEM(sig, at + 1);
+    if (t == &PyTuple_Type) {
+        Py_ssize_t len = PyTuple_GET_SIZE(a);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != len || !PyTuple_CheckExact(val) ||
+                PyTuple_GET_SIZE(val) != len)
+            return 0;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            PyObject *e = PyTuple_GET_ITEM(a, i), *v = PyTuple_GET_ITEM(val, i);
+            if ((PyObject *)Py_TYPE(e) != PyTuple_GET_ITEM(item, i))
+                return 0;                  /* (the types were plain: the signature holds them) */
+            int eq = same(zero_marked(e), v);
+            if (eq <= 0)
+                return eq;
+        }
+        *j = at + 2;
+        return 1;
+    }
+    if (item != (PyObject *)t)           /* float, or a plain type (int, bool, str, None) */
+        return 0;
+    int eq = same(zero_marked(a), val);
+    if (eq <= 0)
+        return eq;
+    *j = at + 2;
+    return 1;
+}
+
+/* 1 when signature(pos, kw) would equal ``sig`` (a signature it made), 0 when not, -1 an error */
+static int sig_matches(PyObject *sig, PyObject *pos, PyObject *kw) {
+    PyObject *mats[MEMO_MATS];
+    Py_ssize_t j = 0, nm = 0, n = PyTuple_GET_SIZE(pos);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = sig_item_matches(sig, &j, PyTuple_GET_ITEM(pos, i), mats, &nm);
+        if (r <= 0)
+            return r;
+    }
+    if (kw != Py_None && PyDict_GET_SIZE(kw) > 0) {
+        PyObject *k, *v;
+        Py_ssize_t at = 0;
+        while (PyDict_Next(kw, &at, &k, &v)) {
+            int r = sig_item_matches(sig, &j, v, mats, &nm);
+            if (r <= 0)
+                return r;
+        }
+        if (j >= PyTuple_GET_SIZE(sig))
+            return 0;
+        PyObject *keys = PyTuple_GET_ITEM(sig, j++);
+        if (!PyTuple_CheckExact(keys) || PyTuple_GET_SIZE(keys) != PyDict_GET_SIZE(kw))
+            return 0;
+        at = 0;
+        Py_ssize_t i = 0;
+        while (PyDict_Next(kw, &at, &k, &v)) {
+            int eq = same(k, PyTuple_GET_ITEM(keys, i++));
+            if (eq <= 0)
+                return eq;
+        }
+    }
+    return j == PyTuple_GET_SIZE(sig);
 }
 
 /* ------------------------------------------------------------------ node */
@@ -645,6 +800,9 @@ static PyObject *lazy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     set_slot(m, G_node, nd);
     set_slot(m, G_src, Py_None); set_slot(m, G_parent, Py_None); set_slot(m, G_views, Py_None);
     set_slot(m, G_stream, Py_None);
+    /* a lazy result of a plain node is left out of the cyclic GC too (see untrack) */
+    if (cls == GpuMatT && !PyObject_GC_IsTracked(nd))
+        untrack(m);
     /* runtime.register_pending, inline */
     PyObject *pending = PyObject_GetAttr(THREAD_PENDING_OWNER, s_pending);
     if (pending == NULL)
@@ -863,6 +1021,17 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
     Py_DECREF(shared);
     if (!on || check)
         goto miss;
+    Memo *memo = memo_of(fn);
+    PyObject *recipe;                                           /* borrowed */
+    if (memo->fn == fn) {                    /* the function's last recipe, if the call fits it */
+        int fits = sig_matches(memo->sig, pos, kw);
+        if (fits < 0)
+            return NULL;
+        if (fits) {
+            recipe = memo->recipe;
+            goto replay;
+        }
+    }
     PyObject *const sigargs[2] = {pos, kw};
     PyObject *sig = signature(mod, sigargs, 2);
     if (sig == NULL)
@@ -872,10 +1041,19 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
         goto run;
     }
     PyObject *key = PyTuple_Pack(2, fn, sig);
-    Py_DECREF(sig);
-    if (key == NULL)
+    if (key == NULL) {
+        Py_DECREF(sig);
         return NULL;
-    PyObject *recipe = PyDict_GetItemWithError(RECIPES, key);   /* borrowed */
+    }
+    recipe = PyDict_GetItemWithError(RECIPES, key);
+    if (recipe != NULL && Py_TYPE(recipe) == RecipeT) {      /* kept as this function's last */
+        Py_INCREF(fn);
+        Py_INCREF(recipe);
+        Py_XSETREF(memo->fn, fn);
+        Py_XSETREF(memo->sig, sig);                             /* (takes the reference) */
+        Py_XSETREF(memo->recipe, recipe);
+    } else
+        Py_DECREF(sig);
     if (recipe == NULL) {
         if (PyErr_Occurred()) {
             Py_DECREF(key);
@@ -932,6 +1110,7 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
             goto run;
         goto miss;
     }
+replay:
     Py_INCREF(recipe);
     PyObject *values = pos, *made = NULL, *outs = NULL, *result = NULL;
     Py_INCREF(values);
@@ -2402,6 +2581,9 @@ static PyMethodDef methods[] = {
     {"node", (PyCFunction)(void (*)(void))node, METH_FASTCALL, "a new ir.Node, as Node.__init__ makes it"},
     {"lazy", (PyCFunction)(void (*)(void))lazy, METH_FASTCALL, "GpuMat._lazy(node) in C"},
     {"bind_recipes", bind_recipes, METH_VARARGS, "bind_recipes(Recipe, recipes, streams, table, MISS, RUN)"},
+    {"forget_calls", forget_calls, METH_NOARGS, "recipes.forget's part in C: each function's last recipe dropped"},
+    {"signature_matches", (PyCFunction)(void (*)(void))signature_matches, METH_FASTCALL,
+     "whether signature(args, kw) would equal sig (hot_call's check of a function's last recipe)"},
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
     {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},

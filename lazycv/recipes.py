@@ -79,6 +79,8 @@ def forget():
     """Drop every recipe (the settings an op function reads have changed)."""
     _RECIPES.clear()
     _NOTED.clear()
+    if _hotpath is not None:
+        _hotpath.forget_calls()             # (each function's last recipe, kept in C)
 
 
 def bind(GpuMat):

@@ -54,6 +54,61 @@ def test_signature_equals_the_python_one(case):
         assert hash(got) == hash(want) or got != got
 
 
+def test_a_signature_matches_exactly_the_calls_that_make_it():
+    """hot_call's check of a function's last recipe (signature_matches) against the recipe
+    table's key comparison: each call's arguments match another call's signature exactly when
+    the two signatures are equal keys (NaN only as the same object, as a dict finds it)."""
+    a, b, lazy = _mats()
+    c = upload(np.zeros((4, 5, 3), np.uint8))
+    big = upload(np.zeros((5, 4, 3), np.uint8))
+    nan = float("nan")
+    calls = [
+        ((a, (0.5, 0.25, 0.125)), {}), ((a, (0.5, 0.25, 0.0)), {}), ((a, (0.5, 0.25, -0.0)), {}),
+        ((a, (0.5, 0.25)), {}), ((a, (1, 0.25, 0.125)), {}), ((a, (True, 0, 2.5)), {}),
+        ((a, (1, 0, 2.5)), {}), ((c, (0.5, 0.25, 0.125)), {}), ((big, (0.5, 0.25, 0.125)), {}),
+        ((a, a), {}), ((a, c), {}), ((c, a), {}), ((a, b, lazy, a), {}), ((a, b, lazy, b), {}),
+        ((a, 0.0), {}), ((a, -0.0), {}), ((a, 0), {}), ((a, False), {}), ((a, 1.0), {}), ((a, 1), {}),
+        ((a, nan), {}), ((a, float("nan")), {}),
+        ((a, 3, True, None, "x"), {"interpolation": 1, "beta": -0.0}),
+        ((a, 3, True, None, "x"), {"interpolation": 1, "beta": 0.0}),
+        ((a, 3, True, None, "y"), {"interpolation": 1, "beta": -0.0}),
+        ((a, 3, True, None, "x"), {"beta": -0.0, "interpolation": 1}),
+        ((a, 3, True, None, "x"), {"interpolation": 1}),
+        ((a, 3, True, None), {"interpolation": 1, "beta": -0.0}),
+        ((a,), {"dst": b}), ((a,), {"dst": c}), ((a,), {"stream": b}), ((a, b), {}),
+    ]
+    sigs = [recipes.signature(args, kw, GpuMat) for args, kw in calls]
+    matched = 0
+    for sig in sigs:
+        for (args, kw), other in zip(calls, sigs):
+            want = sig == other                     # (identity first, as a dict's look-up)
+            assert hot.signature_matches(sig, args, kw or None) is want, (sig, args, kw)
+            matched += want
+    assert matched > len(calls)                 # (NaN matches its own object: not every pair differs)
+    assert hot.signature_matches(sigs[0], calls[0][0] + (1,), None) is False      # an argument more
+    assert hot.signature_matches(sigs[0], calls[0][0][:1], None) is False         # one fewer
+
+
+def test_a_function_replays_its_last_recipe_until_the_recipes_are_forgotten():
+    """The last recipe a function replayed serves its next call with the same signature, and
+    only that: a call with other scalars or another size takes its own, and recipes.forget()
+    (new settings) drops it with the table."""
+    a = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+    big = upload(np.arange(90, dtype=np.uint8).reshape(6, 5, 3))
+    host = np.arange(60, dtype=np.uint8).reshape(4, 5, 3)
+
+    def want(h, s):
+        return cv2.add(h, np.broadcast_to(np.uint8(s), h.shape))
+    for i in range(8):                          # one function, two sizes and two scalars in turn
+        s = (1, 2, 3) if i % 2 else (4, 5, 6)
+        np.testing.assert_array_equal(cv2.cuda.add(a, s).download(), want(host, s))
+        np.testing.assert_array_equal(cv2.cuda.add(big, s).download(), want(big.download(), s))
+    recipes.forget()
+    assert not recipes._RECIPES
+    np.testing.assert_array_equal(cv2.cuda.add(a, (1, 2, 3)).download(), want(host, (1, 2, 3)))
+    assert not recipes._RECIPES                 # (noted once: not replayed from a kept recipe)
+
+
 def _record(make, inputs_of):
     """A fresh recording; ``make`` builds three nodes over one frame; returns what they did."""
     g = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
@@ -237,7 +292,8 @@ def test_replayed_calls_leave_their_acyclic_objects_out_of_the_cyclic_gc():
     """What a replay makes that cannot be in a reference cycle — the node (of plain static and
     dynamic values), its inputs tuple, its recording token and weak references — is left out
     of the cyclic GC, whose full collections those objects would otherwise trigger (issue #22:
-    linear recording); the lazy GpuMat stays tracked, and so does a node holding an object."""
+    linear recording), and so is the lazy GpuMat of such a node; a node holding an object stays
+    tracked, and so does a GpuMat that swap may hand a view's parent."""
     import gc
     if recipes._hotpath is None:
         pytest.skip("LAZYCV_HOTPATH=0: the replay runs in Python")
@@ -252,10 +308,33 @@ def test_replayed_calls_leave_their_acyclic_objects_out_of_the_cyclic_gc():
     assert not gc.is_tracked(token) and not gc.is_tracked(token[-1])
     assert not gc.is_tracked(rec.objs[n.rpos])
     assert not gc.is_tracked(runtime.THREAD.pending[-1]) and runtime.THREAD.pending[-1]() is m
-    assert gc.is_tracked(m)
+    assert not gc.is_tracked(m)
     held = hot.node(n.op, n.inputs, (object(),), n.dyn, 4, 5, 0, 3)
     assert gc.is_tracked(held) and gc.is_tracked(rec.tokens[held.rpos])
+    assert gc.is_tracked(hot.lazy(GpuMat, held))
     np.testing.assert_array_equal(m.download(), np.broadcast_to(np.uint8([1, 2, 3]), (4, 5, 3)))
+    other = cv2.cuda.add(a, (1, 2, 3))
+    assert not gc.is_tracked(other)
+    other.swap(m)
+    assert gc.is_tracked(m) and gc.is_tracked(other)
+
+
+def test_a_swap_that_makes_a_lazy_result_its_own_views_parent_is_collected():
+    """A lazy result out of the cyclic GC that takes its own view's parent through swap refers
+    to itself; swap tracks it again, so the cycle is collected once the user lets go."""
+    import gc
+    import weakref
+    recipes.bind(GpuMat)
+    a = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+    for _ in range(3):
+        m = cv2.cuda.add(a, (1, 2, 3))
+    view = cv2.cuda_GpuMat(m, (0, 0, 2, 2))
+    m.swap(view)                       # m now holds the view's fields: a parent, itself
+    assert m._parent is not None and m._parent[0] is m
+    gone = weakref.ref(m)
+    del m, view
+    gc.collect()
+    assert gone() is None
 
 
 def _finish_state(use_c, monkeypatch):

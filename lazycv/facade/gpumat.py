@@ -521,6 +521,9 @@ class GpuMat:
 
     def swap(self, other):
         with STATE.lock:
+            if ir.TRACK is not None:       # a lazy result the C hot path left out of the cyclic
+                ir.TRACK(self)             # GC may take a view's parent here: a possible cycle
+                ir.TRACK(other)
             for f in GpuMat.__slots__[:-1]:
                 a, b = getattr(self, f), getattr(other, f)
                 setattr(self, f, b)
