@@ -32,6 +32,8 @@ static PyObject *PLAIN;                       /* frozenset of the plain types */
 static PyObject *ZERO, *NEG_ZERO;            /* ("0.0",), ("-0.0",): recipes._signed_zero */
 static PyObject *INT0;
 static PyTypeObject *RecipeT, *AllocT;
+static uint64_t pending_tid;                 /* thread_pending's: the thread, and its list */
+static PyObject *pending_list;
 static PyObject *recipes_dict, *streams_dict, *RECIPES, *NOTED, *MISS, *RUN, *LIMIT_NAME, *TRIES_NAME;
 static Py_ssize_t P_nodes, P_results, P_many, P_func;
 static Py_ssize_t A_buf, A_writers, A_constant, A_exported, A_foreign, A_cols, A_device;
@@ -182,6 +184,7 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
     runtime_dict = PyModule_GetDict(runtime_mod); Py_INCREF(runtime_dict);
     STATE = PyDict_GetItemString(runtime_dict, "STATE");
     THREAD_PENDING_OWNER = PyDict_GetItemString(runtime_dict, "THREAD");
+    Py_CLEAR(pending_list);                                    /* (another THREAD's lists) */
     IR_THREAD = PyDict_GetItemString(ir_dict, "_THREAD");
     RECORDED = PyDict_GetItemString(ir_dict, "_RECORDED");
     READERS = PyDict_GetItemString(ir_dict, "READERS");
@@ -550,11 +553,23 @@ static PyObject *deref(PyObject *wr);
 
 /* Recording.add's end: a recording that reached its LIMIT of values closes. 0, or -1 an error. */
 static int close_at_limit(PyObject *rec, PyObject *pos) {
-    PyObject *limit = PyObject_GetAttr(rec, s_LIMIT);
-    if (limit == NULL)
-        return -1;
-    int over = PyObject_RichCompareBool(pos, limit, Py_GE);
-    Py_DECREF(limit);
+    int over;
+#if PY_VERSION_HEX < 0x030E0000
+    PyObject *limit = _PyType_Lookup(Py_TYPE(rec), s_LIMIT);   /* (a class attribute: borrowed) */
+    if (limit != NULL && PyLong_CheckExact(limit) && PyLong_CheckExact(pos)) {
+        Py_ssize_t p = PyLong_AsSsize_t(pos), lim = PyLong_AsSsize_t(limit);
+        if ((p == -1 || lim == -1) && PyErr_Occurred())
+            return -1;
+        over = p >= lim;
+    } else
+#endif
+    {
+        PyObject *lim = PyObject_GetAttr(rec, s_LIMIT);
+        if (lim == NULL)
+            return -1;
+        over = PyObject_RichCompareBool(pos, lim, Py_GE);
+        Py_DECREF(lim);
+    }
     if (over <= 0)
         return over;
     PyObject *r = PyObject_CallMethodNoArgs(rec, s_close);
@@ -781,6 +796,22 @@ fail:
     return NULL;
 }
 
+/* runtime.THREAD.pending, the calling thread's list of pending results (new ref): kept by the
+ * thread's id (unique while the interpreter lives), since each thread's list is made once and
+ * only ever changed in place, and a thread-local attribute costs a look-up every call. */
+static PyObject *thread_pending(void) {
+    uint64_t tid = PyThreadState_GetID(PyThreadState_Get());
+    if (pending_list == NULL || pending_tid != tid) {
+        PyObject *p = PyObject_GetAttr(THREAD_PENDING_OWNER, s_pending);
+        if (p == NULL)
+            return NULL;
+        Py_XSETREF(pending_list, p);
+        pending_tid = tid;
+    }
+    Py_INCREF(pending_list);
+    return pending_list;
+}
+
 /* ------------------------------------------------------------------ lazy */
 static PyObject *lazy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL);
@@ -804,7 +835,7 @@ static PyObject *lazy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (cls == GpuMatT && !PyObject_GC_IsTracked(nd))
         untrack(m);
     /* runtime.register_pending, inline */
-    PyObject *pending = PyObject_GetAttr(THREAD_PENDING_OWNER, s_pending);
+    PyObject *pending = thread_pending();
     if (pending == NULL)
         goto fail;
     PyObject *wr = PyWeakref_NewRef(m, NULL);
@@ -1521,7 +1552,7 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_DECREF(capture);
     if (capture != Py_None)
         goto python;
-    pending = PyObject_GetAttr(THREAD_PENDING_OWNER, s_pending);
+    pending = thread_pending();
     PyObject *threads = pending != NULL ? PyObject_GetAttr(STATE, s_threads) : NULL;
     if (threads == NULL)
         goto fail;

@@ -787,3 +787,42 @@ def test_launch_writes_the_slots_as_param_slots_does():
                 cases[0][:1] + (2 ** 63,) + cases[0][2:], cases[0][:3] + (1e39,) + cases[0][4:]):
         c = ParamSlots(kinds, widths)
         assert hot.launch(0, 0, 0, (1, 1, 1, 32, 4, 1), c.ints, c.pointers, c.codes, bad) is None
+
+
+def test_each_threads_replayed_results_join_its_own_pending_list():
+    """The C replay keeps the calling thread's pending list between calls (by the thread's id):
+    calls alternating between threads still put each result in its own thread's list, and
+    each thread's flush computes its own results."""
+    import threading
+    recipes.bind(GpuMat)
+    a = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+    host = a.download()
+    for _ in range(3):
+        cv2.cuda.add(a, (1, 2, 3))
+    turn = [threading.Event() for _ in range(4)]
+    seen = {}
+
+    def worker(k):
+        turn[2 * k].wait(5)
+        m = cv2.cuda.add(a, (k + 1, 2, 3))
+        seen[k] = (m, any(r() is m for r in runtime.THREAD.pending))
+        turn[2 * k + 1].set()
+        turn[2 * k + 1].wait(5)
+        seen[k] = seen[k] + (m.download(),)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    mine = cv2.cuda.add(a, (9, 2, 3))
+    turn[0].set()
+    turn[1].wait(5)
+    after = cv2.cuda.add(a, (8, 2, 3))         # the main thread again, between the workers
+    turn[2].set()
+    for t in threads:
+        t.join(10)
+    assert any(r() is mine for r in runtime.THREAD.pending) and any(r() is after for r in runtime.THREAD.pending)
+    assert not any(r() is seen[k][0] for k in range(2) for r in runtime.THREAD.pending)
+    for k in range(2):
+        assert seen[k][1], f"thread {k}'s result is not in its pending list"
+        np.testing.assert_array_equal(seen[k][2], cv2.add(host, np.broadcast_to(np.uint8([k + 1, 2, 3]), host.shape)))
+    np.testing.assert_array_equal(mine.download(), cv2.add(host, np.broadcast_to(np.uint8([9, 2, 3]), host.shape)))
