@@ -1520,6 +1520,87 @@ static PyObject *runtime_fn(PyObject *name) {            /* borrowed */
     return f;
 }
 
+/* plancache.ReplayKey in C: a flush's replay key, its hash computed once. The Python class's
+ * __hash__ and __eq__ are Python calls on every look-up of the replay table (a W2 frame's flush
+ * made a key and looked it up: about a µs of Python); this type answers both in C, the same
+ * way (identity, then the hash, then the parts). recipes.bind makes it plancache.ReplayKey. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *parts;
+    Py_hash_t hash;
+} KeyObject;
+
+static PyTypeObject KeyType;
+
+static PyObject *key_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *parts;
+    if ((kw != NULL && PyDict_GET_SIZE(kw) > 0) || !PyArg_UnpackTuple(args, "ReplayKey", 1, 1, &parts))
+        return NULL;
+    Py_hash_t h = PyObject_Hash(parts);
+    if (h == -1)
+        return NULL;
+    KeyObject *self = (KeyObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(parts);
+    self->parts = parts;
+    self->hash = h;
+    return (PyObject *)self;
+}
+
+static int key_traverse(KeyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->parts);
+    return 0;
+}
+
+static int key_clear(KeyObject *self) {
+    Py_CLEAR(self->parts);
+    return 0;
+}
+
+static void key_dealloc(KeyObject *self) {
+    PyObject_GC_UnTrack(self);
+    key_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_hash_t key_hash(KeyObject *self) {
+    return self->hash;
+}
+
+static PyObject *key_richcompare(PyObject *a, PyObject *b, int op) {
+    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(b) != Py_TYPE(a))
+        Py_RETURN_NOTIMPLEMENTED;
+    KeyObject *x = (KeyObject *)a, *y = (KeyObject *)b;
+    int eq = a == b;
+    if (!eq && x->hash == y->hash && x->parts != NULL && y->parts != NULL) {
+        eq = PyObject_RichCompareBool(x->parts, y->parts, Py_EQ);
+        if (eq < 0)
+            return NULL;
+    }
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static PyMemberDef key_members[] = {
+    {"parts", T_OBJECT, offsetof(KeyObject, parts), READONLY, "(fuse, the recording's tokens, the live mats)"},
+    {NULL},
+};
+
+static PyTypeObject KeyType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazycv._hotpath.ReplayKey",
+    .tp_basicsize = sizeof(KeyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "plancache.ReplayKey in C: a replay key with its hash computed once",
+    .tp_new = key_new,
+    .tp_dealloc = (destructor)key_dealloc,
+    .tp_traverse = (traverseproc)key_traverse,
+    .tp_clear = (inquiry)key_clear,
+    .tp_hash = (hashfunc)key_hash,
+    .tp_richcompare = key_richcompare,
+    .tp_members = key_members,
+};
+
 /* runtime.flush(requested)'s work (runtime._flush) when the calling thread's results are all
  * there is: its live pending results, their owners, the replay key (plancache.PlanCache.
  * replay_key) and the remembered flush; then a new recording, the counts, and the remembered
@@ -2656,7 +2737,10 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s__let_go_of_history, "_let_go_of_history"); INTERN(s__flush_planned, "_flush_planned");
     if ((ONE = PyLong_FromLong(1)) == NULL)
         return NULL;
-    if (PyType_Ready(&ApiType) < 0 || PyType_Ready(&InitType) < 0)
+    if (PyType_Ready(&ApiType) < 0 || PyType_Ready(&InitType) < 0 || PyType_Ready(&KeyType) < 0)
+        return NULL;
+    Py_INCREF(&KeyType);
+    if (PyModule_AddObject(m, "ReplayKey", (PyObject *)&KeyType) < 0)
         return NULL;
     Py_INCREF(&InitType);
     if (PyModule_AddObject(m, "Init", (PyObject *)&InitType) < 0)

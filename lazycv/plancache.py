@@ -115,7 +115,9 @@ class ReplayKey:
     """A flush's replay key with its hash computed once. A loop's recording key holds a token
     per recorded op — hundreds — and hashing or comparing it costs tens of µs (23 each for W1's
     64-frame loop): a look-up hashes it once and compares it once, and the cache moves a hit
-    by the key it stored (compared by identity)."""
+    by the key it stored (compared by identity). Where lazycv/_hotpath.c was built,
+    recipes.bind replaces this class by its C twin (``_hotpath.ReplayKey``), whose hash and
+    comparison are not Python calls; the class stays as ``PY_REPLAY_KEY``."""
     __slots__ = ("parts", "_hash")
 
     def __init__(self, parts):
@@ -127,6 +129,9 @@ class ReplayKey:
     def __eq__(self, other):
         return self is other or (other.__class__ is ReplayKey and self._hash == other._hash
                                  and self.parts == other.parts)
+
+
+PY_REPLAY_KEY = ReplayKey
 
 
 class _Replay:

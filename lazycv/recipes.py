@@ -90,6 +90,7 @@ def bind(GpuMat):
     _GPUMAT = GpuMat
     if _hotpath is not None:
         _hotpath.bind(Node, ir.Source, GpuMat, ir.Recording, ir, runtime, _PLAIN)
+        plancache.ReplayKey = _hotpath.ReplayKey                 # (before bind_recipes takes it)
         _hotpath.bind_recipes(Recipe, sys.modules[__name__], streams, _RECIPES, _MISS, _RUN)
         _signature, _node, _lazy, HOT = _hotpath.signature, _hotpath.node, _hotpath.lazy, True
         runtime.HOTPATH = _hotpath

@@ -826,3 +826,30 @@ def test_each_threads_replayed_results_join_its_own_pending_list():
         assert seen[k][1], f"thread {k}'s result is not in its pending list"
         np.testing.assert_array_equal(seen[k][2], cv2.add(host, np.broadcast_to(np.uint8([k + 1, 2, 3]), host.shape)))
     np.testing.assert_array_equal(mine.download(), cv2.add(host, np.broadcast_to(np.uint8([9, 2, 3]), host.shape)))
+
+
+def test_the_replay_key_in_c_hashes_and_compares_as_the_python_one():
+    """plancache.ReplayKey's C twin: the parts' hash, equal keys by identity, hash and parts,
+    a table look-up that finds an equal key; and the plan cache stores it where C runs."""
+    from lazycv import plancache
+    nan = float("nan")
+    parts = (True, ((1, 2, None), ("x", 0.5, nan)), (4, 6))
+    same = (True, ((1, 2, None), ("x", 0.5, nan)), (4, 6))       # (the same nan object)
+    other = (True, ((1, 2, None), ("x", 0.25, nan)), (4, 6))
+    for cls in (plancache.PY_REPLAY_KEY, hot.ReplayKey):
+        k = cls(parts)
+        assert hash(k) == hash(parts) and k.parts is parts
+        assert k == k and k == cls(same) and not k != cls(same)
+        assert k != cls(other) and not k == cls(other)
+        assert k != cls((True, ((1, 2, None), ("x", 0.5, float("nan"))), (4, 6)))   # another nan
+        table = {k: "hit"}
+        assert table[cls(same)] == "hit" and cls(other) not in table
+        with pytest.raises(TypeError):
+            cls((True, [1], ()))                                      # unhashable parts
+    recipes.bind(GpuMat)
+    a = upload(np.zeros((4, 5, 3), np.uint8))
+    for _ in range(3):
+        lazycv.materialize(cv2.cuda.add(a, 1))
+    keys = list(runtime.STATE.plans._replays)
+    assert keys and all(type(k) is (hot.ReplayKey if runtime.HOTPATH is not None else plancache.PY_REPLAY_KEY)
+                        for k in keys)
