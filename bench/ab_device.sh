@@ -2,7 +2,7 @@
 # One device call comparing two trees of lazycv (run from the repository root on the device):
 # .snap (new) and .snap_old (old), each `git archive <rev> | tar -x -C <dir>`, carried with .whl
 # (a numpy 2.4 wheel). The GPU tests on the new tree, then two alternations of record_cost.py,
-# profile_w2.py, w2.py and w1.py at 64 frames, then w34.py and c1.py (the host's CPU) on each.
+# profile_w2.py, w2.py, w1.py at 64 frames and w34.py's W3, then c1.py (the host's CPU) on each.
 # Log to $OUT/log.txt, JSON into $OUT/json.tgz. Runs 103-104 and 109 in bench/RESULTS.md.
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -20,16 +20,16 @@ for round in 1 2; do
   for tree in .snap_old .snap; do
     echo "=== $tree round $round"
     in_tree $tree $tree$round '
-      timeout 90 python3 bench/record_cost.py 2>&1 | quiet | tail -8;
+      timeout 90 python3 bench/record_cost.py 2>&1 | quiet | tail -10;
       timeout 90 python3 bench/profile_w2.py --frames 3000 2>&1 | grep -E "^W2|^launch pieces";
       timeout 150 python3 bench/w2.py --peers torch_eager 2>&1 | quiet | tail -5;
-      timeout 150 python3 bench/w1.py --batches 64 --no-eager --peers torch_eager 2>&1 | quiet | tail -5'
+      timeout 150 python3 bench/w1.py --batches 64 --no-eager --peers torch_eager 2>&1 | quiet | tail -5;
+      timeout 150 python3 bench/w34.py --repeats 15 2>&1 | quiet | grep -E "^W3 +(lazycv fused|torch loop) "'
   done
 done
 for tree in .snap_old .snap; do
-  echo "=== $tree: w34, c1 (CPU backend)"
-  in_tree $tree ${tree}w 'timeout 150 python3 bench/w34.py --repeats 15 2>&1 | quiet | tail -12;
-    LAZYCV_BACKEND=cpu timeout 120 python3 bench/c1.py --repeats 30 2>&1 | quiet | tail -9'
+  echo "=== $tree: c1 (CPU backend)"
+  in_tree $tree ${tree}c 'LAZYCV_BACKEND=cpu timeout 120 python3 bench/c1.py --repeats 30 2>&1 | quiet | tail -9'
 done
 } 2>&1 | tee $LOG
 cd $OUT && find . -name "*.json" | tar czf json.tgz -T - && find . -name "*.json" -delete
