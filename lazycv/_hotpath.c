@@ -31,12 +31,13 @@ static PyObject *RECORDED, *READERS, *PRUNE_READERS;
 static PyObject *PLAIN;                       /* frozenset of the plain types */
 static PyObject *ZERO, *NEG_ZERO;            /* ("0.0",), ("-0.0",): recipes._signed_zero */
 static PyObject *INT0;
-static PyTypeObject *RecipeT, *AllocT;
+static PyTypeObject *RecipeT, *AllocT, *RecordingT;
 static uint64_t pending_tid;                 /* thread_pending's: the thread, and its list */
 static PyObject *pending_list;
 static PyObject *recipes_dict, *streams_dict, *RECIPES, *NOTED, *MISS, *RUN, *LIMIT_NAME, *TRIES_NAME;
 static Py_ssize_t P_nodes, P_results, P_many, P_func;
 static Py_ssize_t A_buf, A_writers, A_constant, A_exported, A_foreign, A_cols, A_device;
+static PyObject *s_OPEN, *s__GENERATIONS, *s__OPEN_PRUNE, *s_prune_open;
 static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s_read_shared_now;
 static PyObject *s_written, *s_capture, *s_threads, *s_fuse, *s_plans, *s__replays, *s_program, *s_key,
     *s_move_to_end, *s_new_recording, *s_count_recorded, *s_stats, *s_plan_hits, *s__run_program,
@@ -176,6 +177,9 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
     OFF(S_depth, source_t, "depth"); OFF(S_cn, source_t, "cn");
     OFF(R_objs, rec_t, "objs"); OFF(R_tokens, rec_t, "tokens"); OFF(R_open, rec_t, "open"); OFF(R_gen, rec_t, "gen");
     OFF(R_bufs, rec_t, "bufs"); OFF(R_nbufs, rec_t, "nbufs");
+    Py_XDECREF(RecordingT);
+    RecordingT = (PyTypeObject *)rec_t;
+    Py_INCREF(rec_t);
     OFF(G_alloc, gpumat_t, "_alloc"); OFF(G_y0, gpumat_t, "_y0"); OFF(G_x0, gpumat_t, "_x0");
     OFF(G_rows, gpumat_t, "_rows"); OFF(G_cols, gpumat_t, "_cols"); OFF(G_depth, gpumat_t, "_depth");
     OFF(G_cn, gpumat_t, "_cn"); OFF(G_node, gpumat_t, "_node"); OFF(G_src, gpumat_t, "_src");
@@ -1520,6 +1524,80 @@ static PyObject *runtime_fn(PyObject *name) {            /* borrowed */
     return f;
 }
 
+/* ir.new_recording in C (bound as it by recipes.bind): the calling thread's recording ends and
+ * a fresh one starts, made as Recording.__init__ makes it; returns the one that ended. Every
+ * flush does this once (a W2 frame's flush: 1.5 µs here in Python). */
+static PyObject *new_recording(PyObject *mod, PyObject *unused) {
+    BOUND(RecordingT != NULL);
+    PyObject *open = PyDict_GetItemWithError(ir_dict, s_OPEN);             /* borrowed */
+    PyObject *gens = open != NULL ? PyDict_GetItemWithError(ir_dict, s__GENERATIONS) : NULL;
+    PyObject *prune_at = gens != NULL ? PyDict_GetItemWithError(ir_dict, s__OPEN_PRUNE) : NULL;
+    if (prune_at == NULL || !PyDict_CheckExact(open) || !PyList_Check(prune_at) || PyList_GET_SIZE(prune_at) < 1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir.OPEN, _GENERATIONS or _OPEN_PRUNE is missing");
+        return NULL;
+    }
+    PyObject *done = PyObject_GetAttr(IR_THREAD, s_rec);
+    if (done == NULL)
+        return NULL;
+    PyObject *rec = RecordingT->tp_alloc(RecordingT, 0), *gen = NULL, *wr = NULL;
+    if (rec == NULL)
+        goto fail;
+    put_slot(rec, R_objs, PyList_New(0));
+    put_slot(rec, R_tokens, PyList_New(0));
+    put_slot(rec, R_bufs, PyDict_New());
+    set_slot(rec, R_nbufs, INT0);
+    set_slot(rec, R_open, Py_True);
+    if (SLOT(rec, R_objs) == NULL || SLOT(rec, R_tokens) == NULL || SLOT(rec, R_bufs) == NULL ||
+            (gen = PyIter_Next(gens)) == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir._GENERATIONS ended");
+        goto fail;
+    }
+    set_slot(rec, R_gen, gen);
+    if ((wr = PyWeakref_NewRef(rec, NULL)) == NULL || PyDict_SetItem(open, gen, wr) < 0)
+        goto fail;
+    Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(prune_at, 0));
+    if (at == -1 && PyErr_Occurred())
+        goto fail;
+    if (PyDict_GET_SIZE(open) >= at) {                     /* (recordings of threads that ended) */
+        PyObject *fn = PyDict_GetItemWithError(ir_dict, s_prune_open), *r;
+        if (fn == NULL || (r = PyObject_CallNoArgs(fn)) == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir.prune_open is missing");
+            goto fail;
+        }
+        Py_DECREF(r);
+    }
+    if (PyObject_SetAttr(IR_THREAD, s_rec, rec) < 0)
+        goto fail;
+    PyObject *old = SLOT(done, R_gen);
+    if (Py_TYPE(done) == RecordingT && old != NULL) {       /* OPEN.pop(done.gen, None) */
+        if (PyDict_DelItem(open, old) < 0) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError))
+                goto fail;
+            PyErr_Clear();
+        }
+    } else {
+        PyObject *g = PyObject_GetAttrString(done, "gen");
+        int bad = g == NULL || (PyDict_DelItem(open, g) < 0 && !PyErr_ExceptionMatches(PyExc_KeyError));
+        Py_XDECREF(g);
+        if (bad)
+            goto fail;
+        PyErr_Clear();
+    }
+    Py_DECREF(wr);
+    Py_DECREF(gen);
+    Py_DECREF(rec);
+    return done;
+fail:
+    Py_XDECREF(wr);
+    Py_XDECREF(gen);
+    Py_XDECREF(rec);
+    Py_DECREF(done);
+    return NULL;
+}
+
 /* plancache.ReplayKey in C: a flush's replay key, its hash computed once. The Python class's
  * __hash__ and __eq__ are Python calls on every look-up of the replay table (a W2 frame's flush
  * made a key and looked it up: about a µs of Python); this type answers both in C, the same
@@ -2693,6 +2771,7 @@ static PyMethodDef methods[] = {
     {"node", (PyCFunction)(void (*)(void))node, METH_FASTCALL, "a new ir.Node, as Node.__init__ makes it"},
     {"lazy", (PyCFunction)(void (*)(void))lazy, METH_FASTCALL, "GpuMat._lazy(node) in C"},
     {"bind_recipes", bind_recipes, METH_VARARGS, "bind_recipes(Recipe, recipes, streams, table, MISS, RUN)"},
+    {"new_recording", new_recording, METH_NOARGS, "ir.new_recording in C"},
     {"forget_calls", forget_calls, METH_NOARGS, "recipes.forget's part in C: each function's last recipe dropped"},
     {"signature_matches", (PyCFunction)(void (*)(void))signature_matches, METH_FASTCALL,
      "whether signature(args, kw) would equal sig (hot_call's check of a function's last recipe)"},
@@ -2729,6 +2808,8 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s_LIMIT, "LIMIT"); INTERN(s_ENABLED, "ENABLED"); INTERN(s_CHECK, "CHECK");
     INTERN(s_RECORD_ON, "RECORD_ON"); INTERN(s_any_shared, "any_shared"); INTERN(s__value, "_value");
     INTERN(s_read_shared_now, "read_shared_now");
+    INTERN(s_OPEN, "OPEN"); INTERN(s__GENERATIONS, "_GENERATIONS"); INTERN(s__OPEN_PRUNE, "_OPEN_PRUNE");
+    INTERN(s_prune_open, "prune_open");
     INTERN(s_written, "written"); INTERN(s_capture, "capture");
     INTERN(s_threads, "threads"); INTERN(s_fuse, "fuse"); INTERN(s_plans, "plans"); INTERN(s__replays, "_replays");
     INTERN(s_program, "program"); INTERN(s_key, "key"); INTERN(s_move_to_end, "move_to_end");

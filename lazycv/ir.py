@@ -207,9 +207,7 @@ class Recording:
         self.gen = next(_GENERATIONS)
         OPEN[self.gen] = weakref.ref(self)
         if len(OPEN) >= _OPEN_PRUNE[0]:       # (recordings of threads that ended)
-            for g in [g for g, r in OPEN.items() if r() is None]:
-                del OPEN[g]
-            _OPEN_PRUNE[0] = max(64, 2 * len(OPEN))
+            prune_open()
 
     def first_seen(self, v):
         """The position of a value no recorded node has read yet (memory, or an older pending
@@ -355,11 +353,22 @@ def sweep_readers():
 
 
 def new_recording():
-    """Start a new recording in the calling thread; returns the one that ends."""
+    """Start a new recording in the calling thread; returns the one that ends (in C where
+    lazycv/_hotpath.c was built: _hotpath.new_recording, bound by recipes.bind)."""
     t = _THREAD
     done, t.rec = t.rec, Recording()
     OPEN.pop(done.gen, None)
     return done
+
+
+PY_NEW_RECORDING = new_recording
+
+
+def prune_open():
+    """Drop OPEN's entries of recordings that are gone (threads that ended)."""
+    for g in [g for g, r in OPEN.items() if r() is None]:
+        del OPEN[g]
+    _OPEN_PRUNE[0] = max(64, 2 * len(OPEN))
 
 
 def closed_by_flush(node):

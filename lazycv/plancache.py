@@ -127,7 +127,7 @@ class ReplayKey:
         return self._hash
 
     def __eq__(self, other):
-        return self is other or (other.__class__ is ReplayKey and self._hash == other._hash
+        return self is other or (other.__class__ is self.__class__ and self._hash == other._hash
                                  and self.parts == other.parts)
 
 

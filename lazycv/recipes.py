@@ -95,7 +95,7 @@ def bind(GpuMat):
         _signature, _node, _lazy, HOT = _hotpath.signature, _hotpath.node, _hotpath.lazy, True
         runtime.HOTPATH = _hotpath
         plancache._hot_loose = _hotpath.loose_tokens
-        ir.TRACK, ir.VALUES_OF = _hotpath.track, _hotpath.values_of
+        ir.TRACK, ir.VALUES_OF, ir.new_recording = _hotpath.track, _hotpath.values_of, _hotpath.new_recording
         from .backends import cuda as cuda_backend
         cuda_backend.HOT_LAUNCH = _hotpath.launch
     else:

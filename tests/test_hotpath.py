@@ -846,6 +846,8 @@ def test_the_replay_key_in_c_hashes_and_compares_as_the_python_one():
         assert table[cls(same)] == "hit" and cls(other) not in table
         with pytest.raises(TypeError):
             cls((True, [1], ()))                                      # unhashable parts
+    py, c = plancache.PY_REPLAY_KEY(parts), hot.ReplayKey(parts)
+    assert py != c and c != py and not py == c and len({py: 1, c: 2}) == 2     # (never mixed up)
     recipes.bind(GpuMat)
     a = upload(np.zeros((4, 5, 3), np.uint8))
     for _ in range(3):
@@ -853,3 +855,28 @@ def test_the_replay_key_in_c_hashes_and_compares_as_the_python_one():
     keys = list(runtime.STATE.plans._replays)
     assert keys and all(type(k) is (hot.ReplayKey if runtime.HOTPATH is not None else plancache.PY_REPLAY_KEY)
                         for k in keys)
+
+
+@pytest.mark.parametrize("use_c", [False, True])
+def test_a_new_recording_is_made_as_the_python_one_makes_it(use_c):
+    """ir.new_recording's C twin: it returns the recording that ends, whose generation leaves
+    OPEN; the new one is empty, open, of the next generation, and in OPEN (weakly); OPEN is
+    pruned of gone recordings when it reaches _OPEN_PRUNE."""
+    fresh = hot.new_recording if use_c else ir.PY_NEW_RECORDING
+    fresh()
+    before = ir._THREAD.rec
+    a = upload(np.zeros((4, 5, 3), np.uint8))
+    cv2.cuda.add(a, 1)
+    assert before.tokens
+    done = fresh()
+    rec = ir._THREAD.rec
+    assert done is before and done.gen not in ir.OPEN
+    assert type(rec) is ir.Recording and rec.objs == [] and rec.tokens == [] and rec.bufs == {}
+    assert rec.nbufs == 0 and rec.open is True and rec.gen > done.gen and ir.OPEN[rec.gen]() is rec
+    ghost = ir.Recording()                       # a recording whose thread ended: gone
+    gone = ghost.gen
+    del ghost
+    assert gone in ir.OPEN and ir.OPEN[gone]() is None
+    ir._OPEN_PRUNE[0] = len(ir.OPEN) + 1         # the next recording reaches the size
+    fresh()
+    assert gone not in ir.OPEN and ir._OPEN_PRUNE[0] >= 64 and ir.OPEN[ir._THREAD.rec.gen]() is ir._THREAD.rec
