@@ -32,12 +32,18 @@ static PyObject *PLAIN;                       /* frozenset of the plain types */
 static PyObject *ZERO, *NEG_ZERO;            /* ("0.0",), ("-0.0",): recipes._signed_zero */
 static PyObject *INT0;
 static PyTypeObject *RecipeT, *AllocT, *RecordingT;
+static PyTypeObject *SingleT;                  /* program.SingleFlushProgram (run_single) and its slots */
+static PyObject *SINGLE_RUN;                   /* its run as bound: a test's spy or a subclass runs in Python */
+static Py_ssize_t F_backend, F_binds, F_ops_fused, F_compiled, F_rows, F_cols, F_recipe, F_memo, F_shapes,
+    F_slab, F_results;
 static uint64_t pending_tid;                 /* thread_pending's: the thread, and its list */
 static PyObject *pending_list;
 static PyObject *recipes_dict, *streams_dict, *RECIPES, *NOTED, *MISS, *RUN, *LIMIT_NAME, *TRIES_NAME;
 static Py_ssize_t P_nodes, P_results, P_many, P_func;
 static Py_ssize_t A_buf, A_writers, A_constant, A_exported, A_foreign, A_cols, A_device;
 static PyObject *s_OPEN, *s__GENERATIONS, *s__OPEN_PRUNE, *s_prune_open;
+static PyObject *s_run, *s_backend, *s_buffers, *s_outputs_for, *s_ACTIVE, *s_select_mats, *s_launch, *s_computed,
+    *s_kernels_launched, *s_ops_fused, *s_flushes, *s_program_hits;
 static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s_read_shared_now;
 static PyObject *s_written, *s_capture, *s_threads, *s_fuse, *s_plans, *s__replays, *s_program, *s_key,
     *s_move_to_end, *s_new_recording, *s_count_recorded, *s_stats, *s_plan_hits, *s__run_program,
@@ -231,6 +237,19 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
     Py_DECREF(plancache);
     if (REPLAY_KEY == NULL)
         return NULL;
+    PyObject *program = PyImport_ImportModule("lazycv.program");
+    PyObject *single_t = program != NULL ? PyObject_GetAttrString(program, "SingleFlushProgram") : NULL;
+    Py_XDECREF(program);
+    if (single_t == NULL)
+        return NULL;
+    Py_XSETREF(SingleT, (PyTypeObject *)single_t);
+    Py_XSETREF(SINGLE_RUN, PyObject_GetAttrString(single_t, "run"));     /* (a replaced run is Python's) */
+    if (SINGLE_RUN == NULL)
+        return NULL;
+    OFF(F_backend, single_t, "backend"); OFF(F_binds, single_t, "binds"); OFF(F_ops_fused, single_t, "ops_fused");
+    OFF(F_compiled, single_t, "compiled"); OFF(F_rows, single_t, "rows"); OFF(F_cols, single_t, "cols");
+    OFF(F_recipe, single_t, "recipe"); OFF(F_memo, single_t, "memo"); OFF(F_shapes, single_t, "shapes");
+    OFF(F_slab, single_t, "slab"); OFF(F_results, single_t, "results");
     recipes_dict = PyModule_GetDict(recipes_mod); Py_INCREF(recipes_dict);
     streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
     Py_XDECREF(RECIPES);
@@ -1679,6 +1698,171 @@ static PyTypeObject KeyType = {
     .tp_members = key_members,
 };
 
+/* ------------------------------------------------------------------ a one-kernel program's run
+ * program.SingleFlushProgram.run with runtime._run_program's counts, in C: the run of a flush
+ * that replays one kernel of one item (a frame at a time: W2). The same steps in the same
+ * order: the backend check, the nodes, the outputs (BufferPool.outputs_for), the arguments
+ * (single_args), the stream, the launch (the backend's), the counts and the results' binding
+ * (finish). 1 done, 0 declined (a value gone, another backend: the general path decides), -1
+ * an error, after runtime._program_failed's bookkeeping, as _run_program does it. */
+static PyObject *single_args(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+
+static int bump(PyObject *stats, PyObject *name, PyObject *by) {
+    PyObject *was = PyDict_GetItemWithError(stats, name);
+    if (was == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, name);
+        return -1;
+    }
+    PyObject *now = PyNumber_Add(was, by);
+    if (now == NULL)
+        return -1;
+    int r = PyDict_SetItem(stats, name, now);
+    Py_DECREF(now);
+    return r;
+}
+
+static int run_single(PyObject *mod, PyObject *replay, PyObject *prog, PyObject *rec, PyObject *mats) {
+    PyObject *be = NULL, *values = NULL, *nodes = NULL, *bufs = NULL, *args = NULL, *r = NULL, *stats = NULL;
+    int done = -1;
+    if ((be = PyObject_GetAttr(STATE, s_backend)) == NULL)
+        goto fail;
+    if (be != SLOT(prog, F_backend)) {
+        done = 0;
+        goto out;
+    }
+    PyObject *objs = SLOT(rec, R_objs), *results = SLOT(prog, F_results);
+    if (objs == NULL || !PyList_Check(objs) || results == NULL || !PyList_Check(results)) {
+        PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.run_single: a recording or program of another shape");
+        goto fail;
+    }
+    if ((values = values_of(mod, objs)) == NULL)
+        goto fail;
+    Py_ssize_t nr = PyList_GET_SIZE(results), nv = PyList_GET_SIZE(values);
+    if ((nodes = PyList_New(nr)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < nr; i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(results, i));
+        if (p == -1 && PyErr_Occurred())
+            goto fail;
+        PyObject *v = p >= 0 && p < nv ? PyList_GET_ITEM(values, p) : Py_None;
+        if (v == Py_None) {                               /* a value is gone */
+            done = 0;
+            goto out;
+        }
+        Py_INCREF(v);
+        PyList_SET_ITEM(nodes, i, v);
+    }
+    PyObject *pool = PyObject_GetAttr(be, s_buffers);
+    if (pool == NULL)
+        goto fail;
+    bufs = PyObject_CallMethodObjArgs(pool, s_outputs_for, prog, SLOT(prog, F_shapes), NULL);
+    Py_DECREF(pool);
+    if (bufs == NULL)
+        goto fail;
+    if (SLOT(prog, F_slab) == Py_True) {                  /* one slab's items: bufs[0][1] */
+        PyObject *first = PySequence_GetItem(bufs, 0), *items = first != NULL ? PySequence_GetItem(first, 1) : NULL;
+        Py_XDECREF(first);
+        if (items == NULL)
+            goto fail;
+        Py_SETREF(bufs, items);
+    }
+    if (!PyList_Check(bufs)) {
+        PyObject *lst = PySequence_List(bufs);
+        if (lst == NULL)
+            goto fail;
+        Py_SETREF(bufs, lst);
+    }
+    PyObject *memo = SLOT(prog, F_memo), *recipe = SLOT(prog, F_recipe);
+    PyObject *const sa[4] = {values, recipe != NULL ? recipe : Py_None, bufs, memo != NULL ? memo : Py_None};
+    if ((args = single_args(mod, sa, 4)) == NULL)
+        goto fail;
+    if (args == Py_None) {                                 /* a value is gone: the general path decides */
+        done = 0;
+        goto out;
+    }
+    PyObject *binds = SLOT(prog, F_binds);
+    if (binds == NULL || !PyList_Check(binds)) {
+        PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.run_single: the program's binds are not a list");
+        goto fail;
+    }
+    int active = flag(streams_dict, s_ACTIVE);
+    if (active < 0)
+        goto fail;
+    if (active) {                                          /* streams.select_mats(the results' mats) */
+        Py_ssize_t nb = PyList_GET_SIZE(binds);
+        PyObject *sel = PyList_New(nb), *fn = PyDict_GetItemWithError(streams_dict, s_select_mats);
+        if (sel == NULL || fn == NULL) {
+            Py_XDECREF(sel);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: streams.select_mats is missing");
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < nb; i++) {
+            PyObject *b = PyList_GET_ITEM(binds, i);
+            PyObject *m = PyTuple_Check(b) && PyTuple_GET_SIZE(b) == 2 ?
+                PyObject_GetItem(mats, PyTuple_GET_ITEM(b, 0)) : NULL;
+            if (m == NULL) {
+                Py_DECREF(sel);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.run_single: a bind is not (position, output)");
+                goto fail;
+            }
+            PyList_SET_ITEM(sel, i, m);
+        }
+        r = PyObject_CallOneArg(fn, sel);
+        Py_DECREF(sel);
+        if (r == NULL)
+            goto fail;
+        Py_CLEAR(r);
+    }
+    PyObject *const la[5] = {be, SLOT(prog, F_compiled), SLOT(prog, F_rows), SLOT(prog, F_cols), args};
+    if ((r = PyObject_VectorcallMethod(s_launch, la, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL)) == NULL)
+        goto fail;
+    Py_CLEAR(r);
+    /* _FlushProgramBase._finish: the counts, then the results bound */
+    PyObject *computed = PyObject_GetAttr(STATE, s_computed);
+    stats = computed != NULL ? PyObject_GetAttr(STATE, s_stats) : NULL;
+    if (stats == NULL || !PyDict_Check(stats) || bump(stats, s_kernels_launched, ONE) < 0 ||
+            bump(stats, s_ops_fused, SLOT(prog, F_ops_fused)) < 0) {
+        Py_XDECREF(computed);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.run_single: STATE.stats is not a dict");
+        goto fail;
+    }
+    PyObject *const fa[5] = {nodes, bufs, binds, mats, computed};
+    r = finish(mod, fa, 5);
+    Py_DECREF(computed);
+    if (r == NULL)
+        goto fail;
+    Py_CLEAR(r);
+    /* runtime._run_program's counts */
+    if (bump(stats, s_flushes, ONE) < 0 || bump(stats, s_program_hits, ONE) < 0)
+        goto fail;
+    done = 1;
+    goto out;
+fail:
+    {                                                      /* runtime._program_failed, the error kept */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *fn = PyDict_GetItemString(runtime_dict, "_program_failed");
+        PyObject *res = fn != NULL ? PyObject_CallFunctionObjArgs(fn, replay, mats, NULL) : NULL;
+        if (res == NULL)
+            PyErr_Clear();
+        Py_XDECREF(res);
+        PyErr_Restore(type, value, tb);
+        done = -1;
+    }
+out:
+    Py_XDECREF(be);
+    Py_XDECREF(values);
+    Py_XDECREF(nodes);
+    Py_XDECREF(bufs);
+    Py_XDECREF(args);
+    Py_XDECREF(stats);
+    return done;
+}
+
 /* runtime.flush(requested)'s work (runtime._flush) when the calling thread's results are all
  * there is: its live pending results, their owners, the replay key (plancache.PlanCache.
  * replay_key) and the remembered flush; then a new recording, the counts, and the remembered
@@ -1922,14 +2106,23 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
     if (usable < 0)
         goto fail;
     if (usable) {                                          /* the remembered program's run */
-        if ((fn = runtime_fn(s__run_program)) == NULL)
+        int done;
+        PyObject *run = SingleT != NULL && Py_TYPE(program) == SingleT ?
+            PyDict_GetItemWithError(SingleT->tp_dict, s_run) : NULL;
+        if (run == NULL && PyErr_Occurred())
             goto fail;
-        PyObject *const run_args[3] = {replay, ended, mats};
-        r = PyObject_Vectorcall(fn, run_args, 3, NULL);
-        if (r == NULL)
-            goto fail;
-        int done = PyObject_IsTrue(r);
-        Py_CLEAR(r);
+        if (run != NULL && run == SINGLE_RUN && Py_TYPE(ended) == RecordingT) {
+            done = run_single(mod, replay, program, ended, mats);
+        } else {
+            if ((fn = runtime_fn(s__run_program)) == NULL)
+                goto fail;
+            PyObject *const run_args[3] = {replay, ended, mats};
+            r = PyObject_Vectorcall(fn, run_args, 3, NULL);
+            if (r == NULL)
+                goto fail;
+            done = PyObject_IsTrue(r);
+            Py_CLEAR(r);
+        }
         if (done < 0)
             goto fail;
         if (done) {
@@ -2810,6 +3003,10 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s_read_shared_now, "read_shared_now");
     INTERN(s_OPEN, "OPEN"); INTERN(s__GENERATIONS, "_GENERATIONS"); INTERN(s__OPEN_PRUNE, "_OPEN_PRUNE");
     INTERN(s_prune_open, "prune_open");
+    INTERN(s_run, "run"); INTERN(s_backend, "backend"); INTERN(s_buffers, "buffers"); INTERN(s_outputs_for, "outputs_for");
+    INTERN(s_ACTIVE, "ACTIVE"); INTERN(s_select_mats, "select_mats"); INTERN(s_launch, "launch");
+    INTERN(s_computed, "computed"); INTERN(s_kernels_launched, "kernels_launched"); INTERN(s_ops_fused, "ops_fused");
+    INTERN(s_flushes, "flushes"); INTERN(s_program_hits, "program_hits");
     INTERN(s_written, "written"); INTERN(s_capture, "capture");
     INTERN(s_threads, "threads"); INTERN(s_fuse, "fuse"); INTERN(s_plans, "plans"); INTERN(s__replays, "_replays");
     INTERN(s_program, "program"); INTERN(s_key, "key"); INTERN(s_move_to_end, "move_to_end");

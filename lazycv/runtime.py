@@ -628,18 +628,25 @@ def _forget(sinks):
 
 def _run_program(replay, rec, mats):
     """A replayed flush by its program (lazycv.program); False when it cannot serve these
-    values (the general path then runs)."""
+    values (the general path then runs). (A one-kernel program runs in C where
+    lazycv/_hotpath.c was built: _hotpath.flush_alone's run_single.)"""
     try:
         done = replay.program.run(rec.values(), mats)
     except BaseException:
-        STATE.stats["flushes"] += 1          # (a failed flush counts, as on the general path)
-        _forget([mats[i] for i in replay.sinks])
-        STATE.computed.clear()
+        _program_failed(replay, mats)
         raise
     if done:
         STATE.stats["flushes"] += 1
         STATE.stats["program_hits"] += 1
     return done
+
+
+def _program_failed(replay, mats):
+    """A program's run raised: the flush counts (as on the general path) and its results leave
+    the pending list, so one bad result cannot break every later flush."""
+    STATE.stats["flushes"] += 1
+    _forget([mats[i] for i in replay.sinks])
+    STATE.computed.clear()
 
 
 def _output_region(mat):

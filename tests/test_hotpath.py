@@ -828,7 +828,7 @@ def test_each_threads_replayed_results_join_its_own_pending_list():
     np.testing.assert_array_equal(mine.download(), cv2.add(host, np.broadcast_to(np.uint8([9, 2, 3]), host.shape)))
 
 
-def test_the_replay_key_in_c_hashes_and_compares_as_the_python_one():
+def test_the_replay_key_in_c_hashes_and_compares_as_the_python_one(monkeypatch):
     """plancache.ReplayKey's C twin: the parts' hash, equal keys by identity, hash and parts,
     a table look-up that finds an equal key; and the plan cache stores it where C runs."""
     from lazycv import plancache
@@ -849,6 +849,7 @@ def test_the_replay_key_in_c_hashes_and_compares_as_the_python_one():
     py, c = plancache.PY_REPLAY_KEY(parts), hot.ReplayKey(parts)
     assert py != c and c != py and not py == c and len({py: 1, c: 2}) == 2     # (never mixed up)
     recipes.bind(GpuMat)
+    monkeypatch.setattr(runtime.STATE, "plans", plancache.PlanCache())
     a = upload(np.zeros((4, 5, 3), np.uint8))
     for _ in range(3):
         lazycv.materialize(cv2.cuda.add(a, 1))
@@ -880,3 +881,86 @@ def test_a_new_recording_is_made_as_the_python_one_makes_it(use_c):
     ir._OPEN_PRUNE[0] = len(ir.OPEN) + 1         # the next recording reaches the size
     fresh()
     assert gone not in ir.OPEN and ir._OPEN_PRUNE[0] >= 64 and ir.OPEN[ir._THREAD.rec.gen]() is ir._THREAD.rec
+
+
+def _w2_frames(n, frame, std):
+    """n frames of W2's six calls on ``frame`` (one flush each): each frame's planes, downloaded."""
+    out = []
+    for i in range(n):
+        r = cv2.cuda.resize(frame, (8, 6), interpolation=cv2.INTER_LINEAR)
+        f = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB).convertTo(cv2.CV_32FC3, alpha=1 / 255)
+        planes = cv2.cuda.split(cv2.cuda.divide(cv2.cuda.subtract(f, (0.5, 0.25 * i, -0.0)), std))
+        lazycv.materialize(*planes)
+        out.append([p.download() for p in planes])
+    return out
+
+
+@pytest.mark.parametrize("in_c", [True, False])
+def test_a_one_kernel_program_runs_in_c_as_in_python(in_c, monkeypatch):
+    """A replayed one-kernel flush (W2's frame) runs in C (flush_alone's run_single) where the
+    program's run is SingleFlushProgram.run, in Python where it was replaced: the same results
+    (CPU OpenCV's), the same counts, and in both the outputs taken back from the last frame."""
+    from lazycv import program
+    from lazycv.plancache import PlanCache
+    recipes.bind(GpuMat)
+    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
+    python_runs = []
+    if not in_c:
+        real = program.SingleFlushProgram.run
+        monkeypatch.setattr(program.SingleFlushProgram, "run", lambda self, values, mats: real(self, values, mats))
+    run_program = runtime._run_program
+    monkeypatch.setattr(runtime, "_run_program", lambda *a: python_runs.append(1) or run_program(*a))
+    host = np.arange(12 * 16 * 3, dtype=np.uint8).reshape(12, 16, 3)
+    frame = upload(host)
+    std = cv2.cuda_GpuMat(6, 8, cv2.CV_32FC3)
+    std.setTo((0.25, 0.5, 2.0))
+    _w2_frames(3, frame, std)                    # noted, captured, the program made
+    stats = dict(runtime.STATE.stats)
+    pool = runtime.backend().buffers
+    asked = []
+    monkeypatch.setattr(pool, "alloc_batch", lambda *a, **k: asked.append(a) or type(pool).alloc_batch(pool, *a, **k))
+    got = _w2_frames(4, frame, std)
+    for i, planes in enumerate(got):
+        r = cv2.cvtColor(cv2.resize(host, (8, 6), interpolation=cv2.INTER_LINEAR), cv2.COLOR_BGR2RGB)
+        want = cv2.divide(cv2.subtract(r.astype(np.float32) / 255, (0.5, 0.25 * i, -0.0, 0)), (0.25, 0.5, 2.0, 1))
+        for k in range(3):
+            np.testing.assert_allclose(planes[k], want[..., k], rtol=1e-6, atol=1e-6)
+    delta = {k: runtime.STATE.stats[k] - stats[k] for k in ("kernels_launched", "flushes", "program_hits", "plan_hits")}
+    assert delta == {"kernels_launched": 4, "flushes": 4, "program_hits": 4, "plan_hits": 4}
+    prog = list({id(r.program): r.program for r in runtime.STATE.plans._replays.values()
+                 if isinstance(r.program, program.SingleFlushProgram)}.values())
+    assert len(prog) == 1 and prog[0].ops_fused > 1
+    assert runtime.STATE.stats["ops_fused"] - stats["ops_fused"] == 4 * prog[0].ops_fused
+    assert len(python_runs) == (0 if in_c and runtime.HOTPATH is not None else 4)
+    assert len(asked) <= 1                       # (the first frame's planes are held: one request)
+
+
+def test_a_one_kernel_program_that_fails_in_c_leaves_the_flush_as_python_does(monkeypatch):
+    """A launch error inside run_single reaches the caller, the flush counts, its results leave
+    the pending list (runtime._program_failed), and the next frame runs."""
+    from lazycv.plancache import PlanCache
+    recipes.bind(GpuMat)
+    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
+    host = np.arange(12 * 16 * 3, dtype=np.uint8).reshape(12, 16, 3)
+    frame = upload(host)
+    std = cv2.cuda_GpuMat(6, 8, cv2.CV_32FC3)
+    std.setTo((0.25, 0.5, 2.0))
+    good = _w2_frames(3, frame, std)
+    be = runtime.backend()
+    real = type(be).launch
+
+    def broken(self, *a, **k):
+        raise RuntimeError("launch failed here")
+    monkeypatch.setattr(type(be), "launch", broken)
+    flushes = runtime.STATE.stats["flushes"]
+    r = cv2.cuda.resize(frame, (8, 6), interpolation=cv2.INTER_LINEAR)
+    f = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB).convertTo(cv2.CV_32FC3, alpha=1 / 255)
+    planes = cv2.cuda.split(cv2.cuda.divide(cv2.cuda.subtract(f, (0.5, 0.0, -0.0)), std))
+    with pytest.raises(RuntimeError, match="launch failed here"):
+        lazycv.materialize(*planes)
+    assert runtime.STATE.stats["flushes"] == flushes + 1 and not runtime.STATE.computed
+    assert not any(r() is p for r in runtime.THREAD.pending for p in planes)
+    monkeypatch.setattr(type(be), "launch", real)
+    again = _w2_frames(1, frame, std)
+    for k in range(3):
+        np.testing.assert_array_equal(again[0][k], good[0][k])
