@@ -17,9 +17,15 @@ pytestmark = pytest.mark.skipif(BACKEND != "cpu", reason="virtual devices are th
 
 @pytest.fixture
 def devices(monkeypatch):
+    """Three virtual devices; afterwards device 0 again, and lazycv as a single-device process
+    (ir.MULTI_DEVICE, which selecting another device sets for good, sends every later flush of
+    the test process down the multi-device Python path, and no test of it outlives the test)."""
+    from lazycv import ir
     monkeypatch.setenv("LAZYCV_CPU_DEVICES", "3")
+    monkeypatch.setattr(ir, "MULTI_DEVICE", ir.MULTI_DEVICE)
     yield 3
     cv2.cuda.setDevice(0)
+    lazycv.materialize()
 
 
 def _chain(g):
