@@ -2,8 +2,7 @@
 # One device call comparing two trees of lazycv (run from the repository root on the device):
 # .snap (new) and .snap_old (old), each `git archive <rev> | tar -x -C <dir>`, carried with .whl
 # (a numpy 2.4 wheel). The GPU tests on the new tree, then two alternations of record_cost.py,
-# profile_w2.py, w2.py, w1.py at 64 frames and w34.py's W3, then c1.py (the host's CPU) on each
-# and c1_copies.py on the new one.
+# profile_w2.py, w2.py, w1.py at 64 frames and w34.py's W3, then c1.py (the host's CPU) on each.
 # Log to $OUT/log.txt, JSON into $OUT/json.tgz. Runs 103-104 and 109-111 in bench/RESULTS.md.
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -32,6 +31,5 @@ for tree in .snap_old .snap; do
   echo "=== $tree: c1 (CPU backend)"
   in_tree $tree ${tree}c 'LAZYCV_BACKEND=cpu timeout 120 python3 bench/c1.py --repeats 30 2>&1 | quiet | tail -9'
 done
-[ -f .snap/bench/c1_copies.py ] && in_tree .snap .snapc 'LAZYCV_BACKEND=cpu timeout 120 python3 bench/c1_copies.py 2>&1 | quiet | tail -9'
 } 2>&1 | tee $LOG
 cd $OUT && find . -name "*.json" | tar czf json.tgz -T - && find . -name "*.json" -delete

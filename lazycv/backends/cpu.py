@@ -240,22 +240,12 @@ class CpuBackend(Backend):
 
     def upload(self, buf, y0, c0, arr2d, stream=None):
         """Copy host rows into buf[y0:, c0:] (element columns). Always possible here."""
-        self._copy(buf[y0:y0 + arr2d.shape[0], c0:c0 + arr2d.shape[1]], arr2d)
+        buf[y0:y0 + arr2d.shape[0], c0:c0 + arr2d.shape[1]] = arr2d
         return True
 
     def download(self, buf, y0, c0, rows, ncols, out2d, stream=None):
-        self._copy(out2d, buf[y0:y0 + rows, c0:c0 + ncols])
+        out2d[...] = buf[y0:y0 + rows, c0:c0 + ncols]
         return True
-
-    MIN_BYTES_TO_SPLIT_COPY = 1 << 20
-
-    def _copy(self, dst, src):
-        """``dst[...] = src``; a large one in bands on the worker threads (numpy copies without
-        the GIL), since one core does not reach the memory's bandwidth on a many-core host."""
-        if dst.nbytes < self.MIN_BYTES_TO_SPLIT_COPY or self.threads == 1 or dst.ndim != 2:
-            dst[...] = src
-            return
-        self._in_bands(dst.shape[0], lambda r0, r1: np.copyto(dst[r0:r1], src[r0:r1], casting="unsafe"), True)
 
     def device_function(self, fn):
         """A plain Python function made callable from generated kernels."""
