@@ -42,11 +42,12 @@ static PyObject *recipes_dict, *streams_dict, *RECIPES, *NOTED, *MISS, *RUN, *LI
 static Py_ssize_t P_nodes, P_results, P_many, P_func;
 static Py_ssize_t A_buf, A_writers, A_constant, A_exported, A_foreign, A_cols, A_device;
 static PyObject *s_OPEN, *s__GENERATIONS, *s__OPEN_PRUNE, *s_prune_open;
+static PyObject *s_data, *s__SPARE, *s_seq_counted, *s_ops_recorded;
 static PyObject *s_run, *s_backend, *s_buffers, *s_outputs_for, *s_ACTIVE, *s_select_mats, *s_launch, *s_computed,
     *s_kernels_launched, *s_ops_fused, *s_flushes, *s_program_hits;
 static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s_read_shared_now;
 static PyObject *s_written, *s_capture, *s_threads, *s_fuse, *s_plans, *s__replays, *s_program, *s_key,
-    *s_move_to_end, *s_new_recording, *s_count_recorded, *s_stats, *s_plan_hits, *s__run_program,
+    *s_move_to_end, *s_new_recording, *s_stats, *s_plan_hits, *s__run_program,
     *s__let_go_of_history, *s__flush_planned, *ONE, *REPLAY_KEY;
 static PyObject *s_rec, *s_device, *s_pending, *s_since_flush, *s_first_seen, *s_close,
     *s_MULTI_DEVICE, *s_AUTO_FLUSH_OPS, *s_flush, *s_LIMIT;
@@ -1527,15 +1528,6 @@ static PyObject *deref(PyObject *wr) {
 #endif
 }
 
-static int truthy_attr(PyObject *o, PyObject *name) {
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (v == NULL)
-        return -1;
-    int t = PyObject_IsTrue(v);
-    Py_DECREF(v);
-    return t;
-}
-
 static PyObject *runtime_fn(PyObject *name) {            /* borrowed */
     PyObject *f = PyDict_GetItemWithError(runtime_dict, name);
     if (f == NULL && !PyErr_Occurred())
@@ -1863,6 +1855,66 @@ out:
     return done;
 }
 
+/* Whether STATE.written (a WeakSet of memory with pending writes) holds anything: its set of
+ * references is read first, since WeakSet.__len__ is a Python call (the usual answer, empty,
+ * costs no call). 1, 0, or -1 an error. */
+static int any_written(void) {
+    PyObject *ws = PyObject_GetAttr(STATE, s_written);
+    if (ws == NULL)
+        return -1;
+    PyObject *data = PyObject_GetAttr(ws, s_data);
+    int r;
+    if (data != NULL && PyAnySet_Check(data) && PySet_GET_SIZE(data) == 0)
+        r = 0;
+    else {
+        PyErr_Clear();
+        r = PyObject_IsTrue(ws);
+    }
+    Py_XDECREF(data);
+    Py_DECREF(ws);
+    return r;
+}
+
+/* runtime.count_recorded in C (its twin): the ops recorded since the last count, read off the
+ * node numbers (ir._RECORDED) less the numbers taken for other uses (ir._SPARE), into
+ * stats["ops_recorded"]. 0, or -1 an error. */
+static int count_recorded(void) {
+    PyObject *spare = PyDict_GetItemWithError(ir_dict, s__SPARE);
+    if (spare == NULL || !PyList_Check(spare) || PyList_GET_SIZE(spare) < 1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir._SPARE is missing");
+        return -1;
+    }
+    PyObject *now = PyIter_Next(RECORDED);          /* (takes a number itself: the numbers only grow) */
+    if (now == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir._RECORDED ended");
+        return -1;
+    }
+    PyObject *seen = PyObject_GetAttr(STATE, s_seq_counted), *stats = NULL, *ops = NULL;
+    long long n = PyLong_AsLongLong(now), was = seen != NULL ? PyLong_AsLongLong(seen) : -1;
+    long long taken = PyLong_AsLongLong(PyList_GET_ITEM(spare, 0));
+    int r = -1;
+    if (seen == NULL || PyErr_Occurred())
+        goto done;
+    if ((ops = PyLong_FromLongLong(n - was - 1 - taken)) == NULL || (stats = PyObject_GetAttr(STATE, s_stats)) == NULL)
+        goto done;
+    if (!PyDict_Check(stats)) {
+        PyErr_SetString(PyExc_TypeError, "lazycv._hotpath: STATE.stats is not a dict");
+        goto done;
+    }
+    if (bump(stats, s_ops_recorded, ops) < 0 || PyList_SetItem(spare, 0, (Py_INCREF(INT0), INT0)) < 0 ||
+            PyObject_SetAttr(STATE, s_seq_counted, now) < 0)
+        goto done;
+    r = 0;
+done:
+    Py_XDECREF(stats);
+    Py_XDECREF(ops);
+    Py_XDECREF(seen);
+    Py_DECREF(now);
+    return r;
+}
+
 /* runtime.flush(requested)'s work (runtime._flush) when the calling thread's results are all
  * there is: its live pending results, their owners, the replay key (plancache.PlanCache.
  * replay_key) and the remembered flush; then a new recording, the counts, and the remembered
@@ -1886,7 +1938,7 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
     int multi = flag(ir_dict, s_MULTI_DEVICE);
     if (multi != 0)
         goto python;
-    int written = truthy_attr(STATE, s_written);
+    int written = any_written();
     if (written != 0)
         goto python;
     PyObject *capture = PyObject_GetAttr(STATE, s_capture);
@@ -2065,8 +2117,7 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
         goto fail;
     }
     ended = PyObject_CallNoArgs(fn);                      /* (the recording that ends: rec) */
-    if (ended == NULL || (fn = runtime_fn(s_count_recorded)) == NULL || (r = PyObject_CallNoArgs(fn)) == NULL ||
-            PyObject_SetAttr(STATE, s_since_flush, INT0) < 0) {
+    if (ended == NULL || count_recorded() < 0 || PyObject_SetAttr(STATE, s_since_flush, INT0) < 0) {
         Py_XDECREF(replays);
         goto fail;
     }
@@ -3003,6 +3054,8 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s_read_shared_now, "read_shared_now");
     INTERN(s_OPEN, "OPEN"); INTERN(s__GENERATIONS, "_GENERATIONS"); INTERN(s__OPEN_PRUNE, "_OPEN_PRUNE");
     INTERN(s_prune_open, "prune_open");
+    INTERN(s_data, "data"); INTERN(s__SPARE, "_SPARE"); INTERN(s_seq_counted, "seq_counted");
+    INTERN(s_ops_recorded, "ops_recorded");
     INTERN(s_run, "run"); INTERN(s_backend, "backend"); INTERN(s_buffers, "buffers"); INTERN(s_outputs_for, "outputs_for");
     INTERN(s_ACTIVE, "ACTIVE"); INTERN(s_select_mats, "select_mats"); INTERN(s_launch, "launch");
     INTERN(s_computed, "computed"); INTERN(s_kernels_launched, "kernels_launched"); INTERN(s_ops_fused, "ops_fused");
@@ -3010,7 +3063,7 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s_written, "written"); INTERN(s_capture, "capture");
     INTERN(s_threads, "threads"); INTERN(s_fuse, "fuse"); INTERN(s_plans, "plans"); INTERN(s__replays, "_replays");
     INTERN(s_program, "program"); INTERN(s_key, "key"); INTERN(s_move_to_end, "move_to_end");
-    INTERN(s_new_recording, "new_recording"); INTERN(s_count_recorded, "count_recorded"); INTERN(s_stats, "stats");
+    INTERN(s_new_recording, "new_recording"); INTERN(s_stats, "stats");
     INTERN(s_plan_hits, "plan_hits"); INTERN(s__run_program, "_run_program");
     INTERN(s__let_go_of_history, "_let_go_of_history"); INTERN(s__flush_planned, "_flush_planned");
     if ((ONE = PyLong_FromLong(1)) == NULL)

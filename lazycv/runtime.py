@@ -233,7 +233,8 @@ def count_recorded():
     """Fold the ops recorded since the last count into stats["ops_recorded"]: IR nodes, read off
     their sequence numbers (ir.Node.seq) instead of counted at each call (recording is the
     per-call hot path). A call that records several ops (a separable filter's two passes) counts
-    each, as ops_fused does, so ops_fused never exceeds ops_recorded."""
+    each, as ops_fused does, so ops_fused never exceeds ops_recorded. (lazycv._hotpath's
+    flush_alone does the same in C.)"""
     now = next(ir._RECORDED)                 # (takes a number itself: the numbers only grow)
     STATE.stats["ops_recorded"] += now - STATE.seq_counted - 1 - ir.count_spare()
     STATE.seq_counted = now
