@@ -33,7 +33,7 @@ static PyObject *ZERO, *NEG_ZERO;            /* ("0.0",), ("-0.0",): recipes._si
 static PyObject *INT0;
 static PyTypeObject *RecipeT, *AllocT, *RecordingT;
 static PyTypeObject *SingleT;                  /* program.SingleFlushProgram (run_single) and its slots */
-static PyObject *SINGLE_RUN;                   /* its run as bound: a test's spy or a subclass runs in Python */
+static PyObject *SINGLE_RUN;                   /* program.RUN_IN_C: the run run_single stands in for */
 static Py_ssize_t F_backend, F_binds, F_ops_fused, F_compiled, F_rows, F_cols, F_recipe, F_memo, F_shapes,
     F_slab, F_results;
 static uint64_t pending_tid;                 /* thread_pending's: the thread, and its list */
@@ -240,11 +240,13 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
         return NULL;
     PyObject *program = PyImport_ImportModule("lazycv.program");
     PyObject *single_t = program != NULL ? PyObject_GetAttrString(program, "SingleFlushProgram") : NULL;
-    Py_XDECREF(program);
-    if (single_t == NULL)
+    if (single_t == NULL) {
+        Py_XDECREF(program);
         return NULL;
+    }
     Py_XSETREF(SingleT, (PyTypeObject *)single_t);
-    Py_XSETREF(SINGLE_RUN, PyObject_GetAttrString(single_t, "run"));     /* (a replaced run is Python's) */
+    Py_XSETREF(SINGLE_RUN, PyObject_GetAttrString(program, "RUN_IN_C"));  /* (a replaced run is Python's) */
+    Py_DECREF(program);
     if (SINGLE_RUN == NULL)
         return NULL;
     OFF(F_backend, single_t, "backend"); OFF(F_binds, single_t, "binds"); OFF(F_ops_fused, single_t, "ops_fused");
@@ -466,11 +468,6 @@ static PyObject *forget_calls(PyObject *mod, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* 1 when ``a`` equals ``b`` as the recipe table's key comparison finds it (identity, then ==) */
-static inline int same(PyObject *a, PyObject *b) {
-    return a == b ? 1 : PyObject_RichCompareBool(a, b, Py_EQ);
-}
-
 /* a value as a signature holds it: a float zero as its sign's marker (signed_zero), borrowed */
 static inline PyObject *zero_marked(PyObject *v) {
     if (Py_IS_TYPE(v, &PyFloat_Type) && PyFloat_AS_DOUBLE(v) == 0.0)
@@ -480,7 +477,8 @@ static inline PyObject *zero_marked(PyObject *v) {
 
 /* sig_item's check of one argument against the signature's items from ``*j``: 1 when they are
  * the items sig_item would append (``*j`` moved past them), 0 when not, -1 an error. ``mats``
- * (``*nm`` of them) are the GpuMat arguments so far, for the alias sig_item numbers. */
+ * (``*nm`` of them) are the GpuMat arguments so far, for the alias sig_item numbers. Items
+ * compare as the recipe table's keys do (PyObject_RichCompareBool: identity, then ==). */
 static int sig_item_matches(PyObject *sig, Py_ssize_t *j, PyObject *a, PyObject **mats, Py_ssize_t *nm) {
     Py_ssize_t n = PyTuple_GET_SIZE(sig), at = *j;
     PyTypeObject *t = Py_TYPE(a);
@@ -495,7 +493,7 @@ static int sig_item_matches(PyObject *sig, Py_ssize_t *j, PyObject *a, PyObject 
         for (int k = 0; k < 4; k++) {
             if (f[k] == NULL)
                 return 0;
-            int eq = same(f[k], PyTuple_GET_ITEM(item, k));
+            int eq = PyObject_RichCompareBool(f[k], PyTuple_GET_ITEM(item, k), Py_EQ);
             if (eq <= 0)
                 return eq;
         }
@@ -523,7 +521,7 @@ static int sig_item_matches(PyObject *sig, Py_ssize_t *j, PyObject *a, PyObject 
             PyObject *e = PyTuple_GET_ITEM(a, i), *v = PyTuple_GET_ITEM(val, i);
             if ((PyObject *)Py_TYPE(e) != PyTuple_GET_ITEM(item, i))
                 return 0;                  /* (the types were plain: the signature holds them) */
-            int eq = same(zero_marked(e), v);
+            int eq = PyObject_RichCompareBool(zero_marked(e), v, Py_EQ);
             if (eq <= 0)
                 return eq;
         }
@@ -532,7 +530,7 @@ static int sig_item_matches(PyObject *sig, Py_ssize_t *j, PyObject *a, PyObject 
     }
     if (item != (PyObject *)t)           /* float, or a plain type (int, bool, str, None) */
         return 0;
-    int eq = same(zero_marked(a), val);
+    int eq = PyObject_RichCompareBool(zero_marked(a), val, Py_EQ);
     if (eq <= 0)
         return eq;
     *j = at + 2;
@@ -564,7 +562,7 @@ static int sig_matches(PyObject *sig, PyObject *pos, PyObject *kw) {
         at = 0;
         Py_ssize_t i = 0;
         while (PyDict_Next(kw, &at, &k, &v)) {
-            int eq = same(k, PyTuple_GET_ITEM(keys, i++));
+            int eq = PyObject_RichCompareBool(k, PyTuple_GET_ITEM(keys, i++), Py_EQ);
             if (eq <= 0)
                 return eq;
         }
@@ -1582,18 +1580,9 @@ static PyObject *new_recording(PyObject *mod, PyObject *unused) {
     }
     if (PyObject_SetAttr(IR_THREAD, s_rec, rec) < 0)
         goto fail;
-    PyObject *old = SLOT(done, R_gen);
-    if (Py_TYPE(done) == RecordingT && old != NULL) {       /* OPEN.pop(done.gen, None) */
-        if (PyDict_DelItem(open, old) < 0) {
-            if (!PyErr_ExceptionMatches(PyExc_KeyError))
-                goto fail;
-            PyErr_Clear();
-        }
-    } else {
-        PyObject *g = PyObject_GetAttrString(done, "gen");
-        int bad = g == NULL || (PyDict_DelItem(open, g) < 0 && !PyErr_ExceptionMatches(PyExc_KeyError));
-        Py_XDECREF(g);
-        if (bad)
+    PyObject *old = Py_TYPE(done) == RecordingT ? SLOT(done, R_gen) : NULL;    /* OPEN.pop(done.gen, None) */
+    if (old != NULL && PyDict_DelItem(open, old) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError))
             goto fail;
         PyErr_Clear();
     }
@@ -1695,8 +1684,9 @@ static PyTypeObject KeyType = {
  * that replays one kernel of one item (a frame at a time: W2). The same steps in the same
  * order: the backend check, the nodes, the outputs (BufferPool.outputs_for), the arguments
  * (single_args), the stream, the launch (the backend's), the counts and the results' binding
- * (finish). 1 done, 0 declined (a value gone, another backend: the general path decides), -1
- * an error, after runtime._program_failed's bookkeeping, as _run_program does it. */
+ * (finish); ``stats`` is STATE.stats. 1 done, 0 declined (a value gone, another backend: the
+ * general path decides), -1 an error, after runtime._program_failed's bookkeeping, as
+ * _run_program does it. */
 static PyObject *single_args(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
 static int bump(PyObject *stats, PyObject *name, PyObject *by) {
@@ -1714,8 +1704,9 @@ static int bump(PyObject *stats, PyObject *name, PyObject *by) {
     return r;
 }
 
-static int run_single(PyObject *mod, PyObject *replay, PyObject *prog, PyObject *rec, PyObject *mats) {
-    PyObject *be = NULL, *values = NULL, *nodes = NULL, *bufs = NULL, *args = NULL, *r = NULL, *stats = NULL;
+static int run_single(PyObject *mod, PyObject *replay, PyObject *prog, PyObject *rec, PyObject *mats,
+                      PyObject *stats) {
+    PyObject *be = NULL, *values = NULL, *nodes = NULL, *bufs = NULL, *args = NULL, *r = NULL;
     int done = -1;
     if ((be = PyObject_GetAttr(STATE, s_backend)) == NULL)
         goto fail;
@@ -1814,12 +1805,9 @@ static int run_single(PyObject *mod, PyObject *replay, PyObject *prog, PyObject 
     Py_CLEAR(r);
     /* _FlushProgramBase._finish: the counts, then the results bound */
     PyObject *computed = PyObject_GetAttr(STATE, s_computed);
-    stats = computed != NULL ? PyObject_GetAttr(STATE, s_stats) : NULL;
-    if (stats == NULL || !PyDict_Check(stats) || bump(stats, s_kernels_launched, ONE) < 0 ||
+    if (computed == NULL || bump(stats, s_kernels_launched, ONE) < 0 ||
             bump(stats, s_ops_fused, SLOT(prog, F_ops_fused)) < 0) {
         Py_XDECREF(computed);
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.run_single: STATE.stats is not a dict");
         goto fail;
     }
     PyObject *const fa[5] = {nodes, bufs, binds, mats, computed};
@@ -1851,7 +1839,6 @@ out:
     Py_XDECREF(nodes);
     Py_XDECREF(bufs);
     Py_XDECREF(args);
-    Py_XDECREF(stats);
     return done;
 }
 
@@ -1877,8 +1864,8 @@ static int any_written(void) {
 
 /* runtime.count_recorded in C (its twin): the ops recorded since the last count, read off the
  * node numbers (ir._RECORDED) less the numbers taken for other uses (ir._SPARE), into
- * stats["ops_recorded"]. 0, or -1 an error. */
-static int count_recorded(void) {
+ * ``stats`` (STATE.stats, a dict)["ops_recorded"]. 0, or -1 an error. */
+static int count_recorded(PyObject *stats) {
     PyObject *spare = PyDict_GetItemWithError(ir_dict, s__SPARE);
     if (spare == NULL || !PyList_Check(spare) || PyList_GET_SIZE(spare) < 1) {
         if (!PyErr_Occurred())
@@ -1891,24 +1878,19 @@ static int count_recorded(void) {
             PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir._RECORDED ended");
         return -1;
     }
-    PyObject *seen = PyObject_GetAttr(STATE, s_seq_counted), *stats = NULL, *ops = NULL;
+    PyObject *seen = PyObject_GetAttr(STATE, s_seq_counted), *ops = NULL;
     long long n = PyLong_AsLongLong(now), was = seen != NULL ? PyLong_AsLongLong(seen) : -1;
     long long taken = PyLong_AsLongLong(PyList_GET_ITEM(spare, 0));
     int r = -1;
     if (seen == NULL || PyErr_Occurred())
         goto done;
-    if ((ops = PyLong_FromLongLong(n - was - 1 - taken)) == NULL || (stats = PyObject_GetAttr(STATE, s_stats)) == NULL)
+    if ((ops = PyLong_FromLongLong(n - was - 1 - taken)) == NULL)
         goto done;
-    if (!PyDict_Check(stats)) {
-        PyErr_SetString(PyExc_TypeError, "lazycv._hotpath: STATE.stats is not a dict");
-        goto done;
-    }
     if (bump(stats, s_ops_recorded, ops) < 0 || PyList_SetItem(spare, 0, (Py_INCREF(INT0), INT0)) < 0 ||
             PyObject_SetAttr(STATE, s_seq_counted, now) < 0)
         goto done;
     r = 0;
 done:
-    Py_XDECREF(stats);
     Py_XDECREF(ops);
     Py_XDECREF(seen);
     Py_DECREF(now);
@@ -1933,7 +1915,7 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
     if (requested == NULL)
         return NULL;
     PyObject *result = NULL, *pending = NULL, *mats = NULL, *have = NULL, *req = NULL, *rec = NULL;
-    PyObject *live = NULL, *key = NULL, *replay = NULL, *program = NULL, *ended = NULL, *r = NULL;
+    PyObject *live = NULL, *key = NULL, *replay = NULL, *program = NULL, *ended = NULL, *r = NULL, *stats = NULL;
     /* what the Python path handles */
     int multi = flag(ir_dict, s_MULTI_DEVICE);
     if (multi != 0)
@@ -2117,7 +2099,12 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
         goto fail;
     }
     ended = PyObject_CallNoArgs(fn);                      /* (the recording that ends: rec) */
-    if (ended == NULL || count_recorded() < 0 || PyObject_SetAttr(STATE, s_since_flush, INT0) < 0) {
+    stats = ended != NULL ? PyObject_GetAttr(STATE, s_stats) : NULL;     /* (read once a flush) */
+    if (stats != NULL && !PyDict_Check(stats)) {
+        PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.flush_alone: STATE.stats is not a dict");
+        Py_CLEAR(stats);
+    }
+    if (stats == NULL || count_recorded(stats) < 0 || PyObject_SetAttr(STATE, s_since_flush, INT0) < 0) {
         Py_XDECREF(replays);
         goto fail;
     }
@@ -2135,14 +2122,7 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
             goto fail;
         }
         Py_CLEAR(r);
-        PyObject *stats = PyObject_GetAttr(STATE, s_stats);
-        PyObject *hits = stats != NULL ? PyObject_GetItem(stats, s_plan_hits) : NULL;
-        PyObject *more = hits != NULL ? PyNumber_Add(hits, ONE) : NULL;
-        int bad = more == NULL || PyObject_SetItem(stats, s_plan_hits, more) < 0;
-        Py_XDECREF(hits);
-        Py_XDECREF(more);
-        Py_XDECREF(stats);
-        if (bad) {
+        if (bump(stats, s_plan_hits, ONE) < 0) {
             Py_XDECREF(replays);
             goto fail;
         }
@@ -2163,7 +2143,7 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
         if (run == NULL && PyErr_Occurred())
             goto fail;
         if (run != NULL && run == SINGLE_RUN && Py_TYPE(ended) == RecordingT) {
-            done = run_single(mod, replay, program, ended, mats);
+            done = run_single(mod, replay, program, ended, mats, stats);
         } else {
             if ((fn = runtime_fn(s__run_program)) == NULL)
                 goto fail;
@@ -2213,6 +2193,7 @@ done:
     Py_XDECREF(replay);
     Py_XDECREF(program);
     Py_XDECREF(ended);
+    Py_XDECREF(stats);
     Py_XDECREF(r);
     return result;
 }

@@ -887,16 +887,38 @@ def test_a_new_recording_is_made_as_the_python_one_makes_it(use_c):
     assert gone not in ir.OPEN and ir._OPEN_PRUNE[0] >= 64 and ir.OPEN[ir._THREAD.rec.gen]() is ir._THREAD.rec
 
 
+def _w2_calls(frame, std, i):
+    """W2's six calls on ``frame`` (frame ``i``'s scalars): the pending planes."""
+    r = cv2.cuda.resize(frame, (8, 6), interpolation=cv2.INTER_LINEAR)
+    f = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB).convertTo(cv2.CV_32FC3, alpha=1 / 255)
+    return cv2.cuda.split(cv2.cuda.divide(cv2.cuda.subtract(f, (0.5, 0.25 * i, -0.0)), std))
+
+
 def _w2_frames(n, frame, std):
     """n frames of W2's six calls on ``frame`` (one flush each): each frame's planes, downloaded."""
     out = []
     for i in range(n):
-        r = cv2.cuda.resize(frame, (8, 6), interpolation=cv2.INTER_LINEAR)
-        f = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB).convertTo(cv2.CV_32FC3, alpha=1 / 255)
-        planes = cv2.cuda.split(cv2.cuda.divide(cv2.cuda.subtract(f, (0.5, 0.25 * i, -0.0)), std))
+        planes = _w2_calls(frame, std, i)
         lazycv.materialize(*planes)
         out.append([p.download() for p in planes])
     return out
+
+
+def _w2_program(monkeypatch):
+    """From a fresh plan cache, W2's frame run until a flush is its program's run: (host frame,
+    frame, std, the first frame's planes downloaded)."""
+    from lazycv.plancache import PlanCache
+    recipes.bind(GpuMat)
+    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
+    host = np.arange(12 * 16 * 3, dtype=np.uint8).reshape(12, 16, 3)
+    frame = upload(host)
+    std = cv2.cuda_GpuMat(6, 8, cv2.CV_32FC3)
+    std.setTo((0.25, 0.5, 2.0))
+    first = _w2_frames(5, frame, std)[0]        # noted, captured, the program made and run
+    hits = runtime.STATE.stats["program_hits"]
+    _w2_frames(1, frame, std)
+    assert runtime.STATE.stats["program_hits"] == hits + 1
+    return host, frame, std, first
 
 
 @pytest.mark.parametrize("in_c", [True, False])
@@ -905,23 +927,13 @@ def test_a_one_kernel_program_runs_in_c_as_in_python(in_c, monkeypatch):
     program's run is SingleFlushProgram.run, in Python where it was replaced: the same results
     (CPU OpenCV's), the same counts, and in both the outputs taken back from the last frame."""
     from lazycv import program
-    from lazycv.plancache import PlanCache
-    recipes.bind(GpuMat)
-    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
     python_runs = []
     if not in_c:
         real = program.SingleFlushProgram.run
         monkeypatch.setattr(program.SingleFlushProgram, "run", lambda self, values, mats: real(self, values, mats))
     run_program = runtime._run_program
     monkeypatch.setattr(runtime, "_run_program", lambda *a: python_runs.append(1) or run_program(*a))
-    host = np.arange(12 * 16 * 3, dtype=np.uint8).reshape(12, 16, 3)
-    frame = upload(host)
-    std = cv2.cuda_GpuMat(6, 8, cv2.CV_32FC3)
-    std.setTo((0.25, 0.5, 2.0))
-    _w2_frames(5, frame, std)                    # noted, captured, the program made and run
-    hits = runtime.STATE.stats["program_hits"]
-    _w2_frames(1, frame, std)
-    assert runtime.STATE.stats["program_hits"] == hits + 1
+    host, frame, std, _ = _w2_program(monkeypatch)
     stats = dict(runtime.STATE.stats)
     python_runs.clear()
     pool = runtime.backend().buffers
@@ -946,17 +958,7 @@ def test_a_one_kernel_program_runs_in_c_as_in_python(in_c, monkeypatch):
 def test_a_one_kernel_program_that_fails_in_c_leaves_the_flush_as_python_does(monkeypatch):
     """A launch error inside run_single reaches the caller, the flush counts, its results leave
     the pending list (runtime._program_failed), and the next frame runs."""
-    from lazycv.plancache import PlanCache
-    recipes.bind(GpuMat)
-    monkeypatch.setattr(runtime.STATE, "plans", PlanCache())
-    host = np.arange(12 * 16 * 3, dtype=np.uint8).reshape(12, 16, 3)
-    frame = upload(host)
-    std = cv2.cuda_GpuMat(6, 8, cv2.CV_32FC3)
-    std.setTo((0.25, 0.5, 2.0))
-    good = _w2_frames(5, frame, std)              # noted, captured, the program made and run
-    hits = runtime.STATE.stats["program_hits"]
-    _w2_frames(1, frame, std)
-    assert runtime.STATE.stats["program_hits"] == hits + 1
+    host, frame, std, first = _w2_program(monkeypatch)
     be = runtime.backend()
 
     def broken(*a, **k):
@@ -964,9 +966,7 @@ def test_a_one_kernel_program_that_fails_in_c_leaves_the_flush_as_python_does(mo
     monkeypatch.setattr(be, "launch", broken)          # (on the instance: a stream watch wraps it there)
     monkeypatch.setattr(be, "launch_batched", broken)
     flushes = runtime.STATE.stats["flushes"]
-    r = cv2.cuda.resize(frame, (8, 6), interpolation=cv2.INTER_LINEAR)
-    f = cv2.cuda.cvtColor(r, cv2.COLOR_BGR2RGB).convertTo(cv2.CV_32FC3, alpha=1 / 255)
-    planes = cv2.cuda.split(cv2.cuda.divide(cv2.cuda.subtract(f, (0.5, 0.0, -0.0)), std))
+    planes = _w2_calls(frame, std, 0)
     with pytest.raises(RuntimeError, match="launch failed here"):
         lazycv.materialize(*planes)
     assert runtime.STATE.stats["flushes"] == flushes + 1 and not runtime.STATE.computed
@@ -974,4 +974,4 @@ def test_a_one_kernel_program_that_fails_in_c_leaves_the_flush_as_python_does(mo
     monkeypatch.undo()
     again = _w2_frames(1, frame, std)
     for k in range(3):
-        np.testing.assert_array_equal(again[0][k], good[0][k])
+        np.testing.assert_array_equal(again[0][k], first[k])
