@@ -105,7 +105,8 @@ def materialize(*mats):
     pending sinks)."""
     with _STATE.lock:
         hot = _runtime.HOTPATH
-        pend = hot.pending_of(mats) if hot is not None else None     # (the loop below, in C)
+        # (in C: the loop below, and runtime.flush's C path too unless an NVTX range marks it)
+        pend = None if hot is None else hot.pending_of(mats) if _log.NVTX_ON else hot.flush_mats(mats)
         if pend is not None:
             if pend:
                 _runtime.flush(pend)

@@ -35,7 +35,7 @@ static PyTypeObject *RecipeT, *AllocT, *RecordingT;
 static PyTypeObject *SingleT;                  /* program.SingleFlushProgram (run_single) and its slots */
 static PyObject *SINGLE_RUN;                   /* program.RUN_IN_C: the run run_single stands in for */
 static Py_ssize_t F_backend, F_binds, F_ops_fused, F_compiled, F_rows, F_cols, F_recipe, F_memo, F_shapes,
-    F_slab, F_results;
+    F_slab, F_results, F_launcher;
 static uint64_t pending_tid;                 /* thread_pending's: the thread, and its list */
 static PyObject *pending_list;
 static PyObject *recipes_dict, *streams_dict, *RECIPES, *NOTED, *MISS, *RUN, *LIMIT_NAME, *TRIES_NAME;
@@ -44,7 +44,7 @@ static Py_ssize_t A_buf, A_writers, A_constant, A_exported, A_foreign, A_cols, A
 static PyObject *s_OPEN, *s__GENERATIONS, *s__OPEN_PRUNE, *s_prune_open;
 static PyObject *s_data, *s__SPARE, *s_seq_counted, *s_ops_recorded;
 static PyObject *s_run, *s_backend, *s_buffers, *s_outputs_for, *s_ACTIVE, *s_select_mats, *s_launch, *s_computed,
-    *s_kernels_launched, *s_ops_fused, *s_flushes, *s_program_hits;
+    *s_launcher, *s_TAPE, *s___dict__, *s__lazycv_watched, *s_foreign_streams, *s_CURRENT, *s_kernels_launched, *s_ops_fused, *s_flushes, *s_program_hits;
 static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s_read_shared_now;
 static PyObject *s_written, *s_capture, *s_threads, *s_fuse, *s_plans, *s__replays, *s_program, *s_key,
     *s_move_to_end, *s_new_recording, *s_stats, *s_plan_hits, *s__run_program,
@@ -253,6 +253,7 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
     OFF(F_compiled, single_t, "compiled"); OFF(F_rows, single_t, "rows"); OFF(F_cols, single_t, "cols");
     OFF(F_recipe, single_t, "recipe"); OFF(F_memo, single_t, "memo"); OFF(F_shapes, single_t, "shapes");
     OFF(F_slab, single_t, "slab"); OFF(F_results, single_t, "results");
+    OFF(F_launcher, single_t, "launcher");
     recipes_dict = PyModule_GetDict(recipes_mod); Py_INCREF(recipes_dict);
     streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
     Py_XDECREF(RECIPES);
@@ -442,12 +443,36 @@ static inline Memo *memo_of(PyObject *fn) {
     return &MEMO[((uintptr_t)fn >> 4) & (MEMO_SIZE - 1)];
 }
 
+/* A loop whose calls change signature within a frame (W3: each crop of a frame its own size,
+ * so resize's last recipe never fits) repeats them at the same places of each frame's
+ * recording. PLACES keeps the recipe each function's call took at each position of the
+ * recording (the number of values recorded before it), by (function, position); hot_call
+ * tries it when the last recipe does not fit, checking the signature the same way. */
+#define PLACES_SIZE 1024
+typedef struct { PyObject *fn, *sig, *recipe; Py_ssize_t at; } Place;
+static Place PLACES[PLACES_SIZE];
+static Py_ssize_t HITS_LAST = 0, HITS_PLACE = 0, HITS_TABLE = 0;   /* (_hotpath.recipe_hits) */
+
+static inline Place *place_of(PyObject *fn, Py_ssize_t at) {
+    uintptr_t h = ((uintptr_t)fn >> 4) ^ ((uintptr_t)at * 0x9E3779B1u);
+    return &PLACES[(h ^ (h >> 10)) & (PLACES_SIZE - 1)];
+}
+
 static void memo_clear(void) {
     for (int i = 0; i < MEMO_SIZE; i++) {
         Py_CLEAR(MEMO[i].fn);
         Py_CLEAR(MEMO[i].sig);
         Py_CLEAR(MEMO[i].recipe);
     }
+    for (int i = 0; i < PLACES_SIZE; i++) {
+        Py_CLEAR(PLACES[i].fn);
+        Py_CLEAR(PLACES[i].sig);
+        Py_CLEAR(PLACES[i].recipe);
+    }
+}
+
+static PyObject *recipe_hits(PyObject *mod, PyObject *unused) {
+    return Py_BuildValue("{snsnsn}", "last", HITS_LAST, "place", HITS_PLACE, "table", HITS_TABLE);
 }
 
 static int sig_matches(PyObject *sig, PyObject *pos, PyObject *kw);
@@ -1075,6 +1100,8 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
     if (!on || check)
         goto miss;
     Memo *memo = memo_of(fn);
+    Place *place = NULL;
+    Py_ssize_t at = -1;
     PyObject *recipe;                                           /* borrowed */
     if (memo->fn == fn) {                    /* the function's last recipe, if the call fits it */
         int fits = sig_matches(memo->sig, pos, kw);
@@ -1082,7 +1109,29 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
             return NULL;
         if (fits) {
             recipe = memo->recipe;
+            HITS_LAST++;
             goto replay;
+        }
+        /* else the recipe this function's call took at this place of the last recording */
+        PyObject *rec = PyObject_GetAttr(IR_THREAD, s_rec);
+        if (rec == NULL)
+            return NULL;
+        PyObject *objs = SLOT(rec, R_objs);
+        if (SLOT(rec, R_open) == Py_True && objs != NULL && PyList_Check(objs))
+            at = PyList_GET_SIZE(objs);
+        Py_DECREF(rec);
+        if (at >= 0) {
+            place = place_of(fn, at);
+            if (place->fn == fn && place->at == at) {
+                fits = sig_matches(place->sig, pos, kw);
+                if (fits < 0)
+                    return NULL;
+                if (fits) {
+                    recipe = place->recipe;
+                    HITS_PLACE++;
+                    goto replay;
+                }
+            }
         }
     }
     PyObject *const sigargs[2] = {pos, kw};
@@ -1100,6 +1149,16 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
     }
     recipe = PyDict_GetItemWithError(RECIPES, key);
     if (recipe != NULL && Py_TYPE(recipe) == RecipeT) {      /* kept as this function's last */
+        HITS_TABLE++;
+        if (place != NULL) {                                  /* (and as the one at this place) */
+            Py_INCREF(fn);
+            Py_INCREF(sig);
+            Py_INCREF(recipe);
+            Py_XSETREF(place->fn, fn);
+            Py_XSETREF(place->sig, sig);
+            Py_XSETREF(place->recipe, recipe);
+            place->at = at;
+        }
         Py_INCREF(fn);
         Py_INCREF(recipe);
         Py_XSETREF(memo->fn, fn);
@@ -1704,6 +1763,9 @@ static int bump(PyObject *stats, PyObject *name, PyObject *by) {
     return r;
 }
 
+static PyTypeObject LauncherType;
+static PyObject *launcher_run(PyObject *o, PyObject *args, void *stream);
+
 static int run_single(PyObject *mod, PyObject *replay, PyObject *prog, PyObject *rec, PyObject *mats,
                       PyObject *stats) {
     PyObject *be = NULL, *values = NULL, *nodes = NULL, *bufs = NULL, *args = NULL, *r = NULL;
@@ -1799,10 +1861,51 @@ static int run_single(PyObject *mod, PyObject *replay, PyObject *prog, PyObject 
             goto fail;
         Py_CLEAR(r);
     }
-    PyObject *const la[5] = {be, SLOT(prog, F_compiled), SLOT(prog, F_rows), SLOT(prog, F_cols), args};
-    if ((r = PyObject_VectorcallMethod(s_launch, la, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL)) == NULL)
-        goto fail;
-    Py_CLEAR(r);
+    /* the launch: through the program's launcher where the backend gave one and nothing stands
+     * between (no streams in use, no capture, no launch replaced on the instance but the
+     * stream watch, idle without streams), else be.launch */
+    PyObject *lau = SLOT(prog, F_launcher);
+    int direct = lau != NULL && Py_TYPE(lau) == &LauncherType && !active;
+    if (direct) {
+        PyObject *tape = PyDict_GetItemWithError(streams_dict, s_TAPE), *own = PyObject_GetAttr(be, s___dict__);
+        direct = tape == Py_None && own != NULL && PyDict_Check(own);
+        if (direct) {
+            PyObject *mine = PyDict_GetItemWithError(own, s_launch);
+            direct = mine == NULL ? !PyErr_Occurred() : mine == PyDict_GetItemWithError(own, s__lazycv_watched);
+        }
+        Py_XDECREF(own);
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    if (direct) {
+        if ((r = launcher_run(lau, args, NULL)) == NULL)
+            goto fail;
+        if (r == Py_None)                                  /* an argument Python writes */
+            direct = 0;
+        else {
+            long err = PyLong_AsLong(r);
+            if (err == -1 && PyErr_Occurred())
+                goto fail;
+            if (err) {
+                PyErr_Format(PyExc_RuntimeError, "lazycv: cuLaunchKernel failed: CUresult %ld", err);
+                goto fail;
+            }
+        }
+        Py_CLEAR(r);
+    }
+    if (!direct) {
+        PyObject *const la[5] = {be, SLOT(prog, F_compiled), SLOT(prog, F_rows), SLOT(prog, F_cols), args};
+        if ((r = PyObject_VectorcallMethod(s_launch, la, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL)) == NULL)
+            goto fail;
+        Py_CLEAR(r);
+        if (lau == NULL || lau == Py_None) {               /* asked once, after the first launch */
+            PyObject *const qa[4] = {be, SLOT(prog, F_compiled), SLOT(prog, F_rows), SLOT(prog, F_cols)};
+            if ((r = PyObject_VectorcallMethod(s_launcher, qa, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL)) == NULL)
+                goto fail;
+            set_slot(prog, F_launcher, r == Py_None ? Py_False : r);
+            Py_CLEAR(r);
+        }
+    }
     /* _FlushProgramBase._finish: the counts, then the results bound */
     PyObject *computed = PyObject_GetAttr(STATE, s_computed);
     if (computed == NULL || bump(stats, s_kernels_launched, ONE) < 0 ||
@@ -2422,6 +2525,40 @@ static PyObject *pending_of(PyObject *mod, PyObject *mats) {
     return out;
 }
 
+/* lazycv.materialize's step in C where nothing needs Python's flush (lazycv.materialize
+ * calls it unless NVTX ranges are on): the pending mats of ``mats`` (pending_of), flushed
+ * through flush_alone as runtime.flush would, then streams.CURRENT reset as flush's ``finally``
+ * does. Returns None where Python decides (pending_of's None), an empty list when nothing is
+ * left to do, else the pending mats for runtime.flush (flush_alone declined, or a stream of
+ * other code must be ordered after the flush). */
+static PyObject *flush_mats(PyObject *mod, PyObject *mats) {
+    PyObject *pend = pending_of(mod, mats);
+    if (pend == NULL || pend == Py_None || PyList_GET_SIZE(pend) == 0)
+        return pend;
+    PyObject *foreign = PyObject_GetAttr(STATE, s_foreign_streams);
+    int ordered = foreign != NULL ? PyObject_IsTrue(foreign) : -1;
+    Py_XDECREF(foreign);
+    if (ordered != 0) {
+        if (ordered < 0)
+            Py_CLEAR(pend);
+        return pend;
+    }
+    PyObject *r = flush_alone(mod, &pend, 1);
+    if (PyDict_SetItem(streams_dict, s_CURRENT, Py_None) < 0)
+        Py_CLEAR(r);
+    if (r == NULL) {
+        Py_DECREF(pend);
+        return NULL;
+    }
+    int served = r == Py_True;
+    Py_DECREF(r);
+    if (served) {
+        Py_DECREF(pend);
+        return PyList_New(0);
+    }
+    return pend;
+}
+
 /* ------------------------------------------------------------------ a program's tables */
 static PyObject *s_fill_y0 = NULL, *s_fill_x0 = NULL, *s_fill_dyn = NULL;
 
@@ -2682,9 +2819,96 @@ typedef int (*launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigne
                          unsigned bz, unsigned shmem, void *stream, void **params, void **extra);
 static PyObject *s_lazycv_params = NULL;
 
-static PyObject *launch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+/* The dims of a launch from a 6-tuple of ints (grid, then block); -1 an error. */
+static int launch_dims(PyObject *t, unsigned dims[6]) {
+    for (int j = 0; j < 6; j++) {
+        PyObject *o = PyNumber_Index(PyTuple_GET_ITEM(t, j));
+        unsigned long d = o != NULL ? PyLong_AsUnsignedLong(o) : (unsigned long)-1;
+        Py_XDECREF(o);
+        if (d == (unsigned long)-1 && PyErr_Occurred())
+            return -1;
+        if (d > 0xFFFFFFFFul) {
+            PyErr_SetString(PyExc_OverflowError, "launch: a grid or block size past 32 bits");
+            return -1;
+        }
+        dims[j] = (unsigned)d;
+    }
+    return 0;
+}
+
+/* launch's work once its arguments are read: the values ``pre`` then ``vals`` (``n`` in all, a
+ * kind each) written into ``slots`` (``cap`` slots), then the driver called. */
+static PyObject *write_and_launch(void *fn, void *cufunc, void *stream, const unsigned dims[6], char *slots,
+                                  Py_ssize_t cap, void *pointers, const unsigned char *kind, Py_ssize_t n,
+                                  PyObject *const *pre, Py_ssize_t npre, PyObject *const *vals) {
     if (s_lazycv_params == NULL && (s_lazycv_params = PyUnicode_InternFromString("_lazycv_params")) == NULL)
         return NULL;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = i < npre ? pre[i] : vals[i - npre];
+        unsigned k = kind[i];
+        if (at + (k >= 5 ? (Py_ssize_t)k : 1) > cap) {
+            PyErr_SetString(PyExc_ValueError, "launch: more parameters than slots");
+            return NULL;
+        }
+        if (k >= 5) {                                       /* an array: its cached parameters */
+            PyObject *params = PyObject_GetAttr(v, s_lazycv_params);
+            if (params == NULL) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            if (!PyTuple_Check(params) || PyTuple_GET_SIZE(params) != (Py_ssize_t)k) {
+                Py_DECREF(params);
+                Py_RETURN_NONE;
+            }
+            for (unsigned j = 0; j < k; j++) {
+                long long q = PyLong_AsLongLong(PyTuple_GET_ITEM(params, j));
+                if (q == -1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    Py_DECREF(params);
+                    Py_RETURN_NONE;
+                }
+                memcpy(slots + 8 * at++, &q, 8);
+            }
+            Py_DECREF(params);
+        } else if (k == 1) {
+            long long q = PyLong_AsLongLong(v);
+            if (q == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            memcpy(slots + 8 * at++, &q, 8);
+        } else if (k == 2 || k == 3) {
+            double d = PyFloat_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            if (k == 2) {
+                memcpy(slots + 8 * at++, &d, 8);
+            } else {
+                if (isfinite(d) && fabs(d) > FLT_MAX)
+                    Py_RETURN_NONE;                       /* (rounded to inf by the Python path) */
+                float f = (float)d;
+                memset(slots + 8 * at, 0, 8);
+                memcpy(slots + 8 * at++, &f, 4);
+            }
+        } else {
+            PyErr_SetString(PyExc_ValueError, "launch: an unknown kind");
+            return NULL;
+        }
+    }
+    int err = 0;
+    if (fn != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        err = ((launch_fn)fn)(cufunc, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, stream,
+                              (void **)pointers, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    return PyLong_FromLong(err);
+}
+
+static PyObject *launch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8 || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 6 || !PyBytes_Check(args[6]) ||
             !PyTuple_Check(args[7])) {
         PyErr_SetString(PyExc_TypeError,
@@ -2696,18 +2920,8 @@ static PyObject *launch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
     if (PyErr_Occurred())
         return NULL;
     unsigned dims[6];
-    for (int j = 0; j < 6; j++) {
-        PyObject *o = PyNumber_Index(PyTuple_GET_ITEM(args[3], j));
-        unsigned long d = o != NULL ? PyLong_AsUnsignedLong(o) : (unsigned long)-1;
-        Py_XDECREF(o);
-        if (d == (unsigned long)-1 && PyErr_Occurred())
-            return NULL;
-        if (d > 0xFFFFFFFFul) {
-            PyErr_SetString(PyExc_OverflowError, "launch: a grid or block size past 32 bits");
-            return NULL;
-        }
-        dims[j] = (unsigned)d;
-    }
+    if (launch_dims(args[3], dims) < 0)
+        return NULL;
     PyObject *kinds = args[6], *values = args[7];
     Py_ssize_t n = PyBytes_GET_SIZE(kinds);
     if (PyTuple_GET_SIZE(values) != n) {
@@ -2717,78 +2931,100 @@ static PyObject *launch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
     Py_buffer view;
     if (PyObject_GetBuffer(args[4], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
-    const unsigned char *kind = (const unsigned char *)PyBytes_AS_STRING(kinds);
-    Py_ssize_t cap = view.len / 8, at = 0;
-    char *slots = (char *)view.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyTuple_GET_ITEM(values, i);
-        unsigned k = kind[i];
-        if (at + (k >= 5 ? (Py_ssize_t)k : 1) > cap) {
-            PyBuffer_Release(&view);
-            PyErr_SetString(PyExc_ValueError, "launch: more parameters than slots");
-            return NULL;
-        }
-        if (k >= 5) {                                       /* an array: its cached parameters */
-            PyObject *params = PyObject_GetAttr(v, s_lazycv_params);
-            if (params == NULL) {
-                PyErr_Clear();
-                goto python;
-            }
-            if (!PyTuple_Check(params) || PyTuple_GET_SIZE(params) != (Py_ssize_t)k) {
-                Py_DECREF(params);
-                goto python;
-            }
-            for (unsigned j = 0; j < k; j++) {
-                long long q = PyLong_AsLongLong(PyTuple_GET_ITEM(params, j));
-                if (q == -1 && PyErr_Occurred()) {
-                    PyErr_Clear();
-                    Py_DECREF(params);
-                    goto python;
-                }
-                memcpy(slots + 8 * at++, &q, 8);
-            }
-            Py_DECREF(params);
-        } else if (k == 1) {
-            long long q = PyLong_AsLongLong(v);
-            if (q == -1 && PyErr_Occurred()) {
-                PyErr_Clear();
-                goto python;
-            }
-            memcpy(slots + 8 * at++, &q, 8);
-        } else if (k == 2 || k == 3) {
-            double d = PyFloat_AsDouble(v);
-            if (d == -1.0 && PyErr_Occurred()) {
-                PyErr_Clear();
-                goto python;
-            }
-            if (k == 2) {
-                memcpy(slots + 8 * at++, &d, 8);
-            } else {
-                if (isfinite(d) && fabs(d) > FLT_MAX)
-                    goto python;                          /* (rounded to inf by the Python path) */
-                float f = (float)d;
-                memset(slots + 8 * at, 0, 8);
-                memcpy(slots + 8 * at++, &f, 4);
-            }
-        } else {
-            PyBuffer_Release(&view);
-            PyErr_SetString(PyExc_ValueError, "launch: an unknown kind");
-            return NULL;
-        }
-    }
+    PyObject *r = write_and_launch(fn, cufunc, stream, dims, (char *)view.buf, view.len / 8, pointers,
+                                   (const unsigned char *)PyBytes_AS_STRING(kinds), n, NULL, 0,
+                                   &PyTuple_GET_ITEM(values, 0));
     PyBuffer_Release(&view);
-    int err = 0;
-    if (fn != NULL) {
-        Py_BEGIN_ALLOW_THREADS
-        err = ((launch_fn)fn)(cufunc, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, stream,
-                              (void **)pointers, NULL);
-        Py_END_ALLOW_THREADS
-    }
-    return PyLong_FromLong(err);
-python:
-    PyBuffer_Release(&view);
-    Py_RETURN_NONE;
+    return r;
 }
+
+/* One kernel's launch over one grid, its fixed parts read once: ``launch`` without re-reading
+ * the driver's and the kernel's addresses, the dims and the slots buffer every call, and with
+ * the values that lead every launch (``pre``: the output's size) held here. A one-kernel
+ * program keeps one (SingleFlushProgram.launcher) and run_single calls it without the backend's
+ * Python launch chain. Called from Python (the tests): launcher(args: tuple, stream=0). */
+typedef struct {
+    PyObject_HEAD
+    void *fn, *cufunc, *pointers;
+    unsigned dims[6];
+    PyObject *kinds, *pre;
+    Py_buffer view;                              /* the slots, held while the launcher lives */
+    int has_view;
+} LauncherObject;
+
+static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *fn, *cufunc, *dims, *slots, *pointers, *kinds, *pre;
+    if ((kw != NULL && PyDict_GET_SIZE(kw) > 0) ||
+            !PyArg_ParseTuple(args, "OOO!OOO!O!:Launcher", &fn, &cufunc, &PyTuple_Type, &dims, &slots, &pointers,
+                              &PyBytes_Type, &kinds, &PyTuple_Type, &pre))
+        return NULL;
+    if (PyTuple_GET_SIZE(dims) != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Launcher(fn, cufunc, (gx, gy, gz, bx, by, bz), slots, pointers, kinds: bytes, pre: tuple)");
+        return NULL;
+    }
+    LauncherObject *self = (LauncherObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->fn = PyLong_AsVoidPtr(fn);
+    self->cufunc = PyLong_AsVoidPtr(cufunc);
+    self->pointers = PyLong_AsVoidPtr(pointers);
+    if (PyErr_Occurred() || launch_dims(dims, self->dims) < 0 ||
+            PyObject_GetBuffer(slots, &self->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->has_view = 1;
+    Py_INCREF(kinds);
+    self->kinds = kinds;
+    Py_INCREF(pre);
+    self->pre = pre;
+    return (PyObject *)self;
+}
+
+static void launcher_dealloc(LauncherObject *self) {
+    if (self->has_view)
+        PyBuffer_Release(&self->view);
+    Py_XDECREF(self->kinds);
+    Py_XDECREF(self->pre);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The launch of ``args`` (a tuple, after ``pre``) on ``stream``: the driver's result as an int,
+ * None where the Python path must write an argument, NULL an error. */
+static PyObject *launcher_run(PyObject *o, PyObject *args, void *stream) {
+    LauncherObject *self = (LauncherObject *)o;
+    Py_ssize_t npre = PyTuple_GET_SIZE(self->pre), n = PyBytes_GET_SIZE(self->kinds);
+    if (!PyTuple_Check(args) || npre + PyTuple_GET_SIZE(args) != n) {
+        PyErr_SetString(PyExc_ValueError, "Launcher: an argument per kind");
+        return NULL;
+    }
+    return write_and_launch(self->fn, self->cufunc, stream, self->dims, (char *)self->view.buf, self->view.len / 8,
+                            self->pointers, (const unsigned char *)PyBytes_AS_STRING(self->kinds), n,
+                            &PyTuple_GET_ITEM(self->pre, 0), npre, &PyTuple_GET_ITEM(args, 0));
+}
+
+static PyObject *launcher_call(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"args", "stream", NULL};
+    PyObject *values, *stream = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|O:Launcher", names, &PyTuple_Type, &values, &stream))
+        return NULL;
+    void *s = stream != NULL ? PyLong_AsVoidPtr(stream) : NULL;
+    if (PyErr_Occurred())
+        return NULL;
+    return launcher_run(self, values, s);
+}
+
+static PyTypeObject LauncherType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazycv._hotpath.Launcher",
+    .tp_basicsize = sizeof(LauncherObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "one kernel's driver launch over one grid, its fixed parts read once",
+    .tp_new = launcher_new,
+    .tp_dealloc = (destructor)launcher_dealloc,
+    .tp_call = launcher_call,
+};
 
 /* ------------------------------------------------------------------ loose keys */
 /* plancache.loose_tokens(tokens) in C: a recording's tokens with (buffer, depth, cn) for each
@@ -2998,6 +3234,8 @@ static PyMethodDef methods[] = {
     {"bind_recipes", bind_recipes, METH_VARARGS, "bind_recipes(Recipe, recipes, streams, table, MISS, RUN)"},
     {"new_recording", new_recording, METH_NOARGS, "ir.new_recording in C"},
     {"forget_calls", forget_calls, METH_NOARGS, "recipes.forget's part in C: each function's last recipe dropped"},
+    {"recipe_hits", recipe_hits, METH_NOARGS,
+     "how many replayed calls found their recipe as the function's last, by place, in the table (since import)"},
     {"signature_matches", (PyCFunction)(void (*)(void))signature_matches, METH_FASTCALL,
      "whether signature(args, kw) would equal sig (hot_call's check of a function's last recipe)"},
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
@@ -3012,6 +3250,8 @@ static PyMethodDef methods[] = {
      "program.SingleFlushProgram's launch arguments, or None where a value is gone"},
     {"loose_tokens", loose_tokens, METH_O, "plancache.loose_tokens(tokens) in C"},
     {"pending_of", pending_of, METH_O, "lazycv.materialize's pending GpuMats, or None where Python decides"},
+    {"flush_mats", flush_mats, METH_O,
+     "lazycv.materialize's pending GpuMats flushed where flush_alone serves them: None, [] or what Python flushes"},
     {"flush_alone", (PyCFunction)(void (*)(void))flush_alone, METH_FASTCALL,
      "runtime.flush(requested) for the calling thread's results alone, or False where Python decides"},
     {NULL, NULL, 0, NULL},
@@ -3039,6 +3279,9 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s_ops_recorded, "ops_recorded");
     INTERN(s_run, "run"); INTERN(s_backend, "backend"); INTERN(s_buffers, "buffers"); INTERN(s_outputs_for, "outputs_for");
     INTERN(s_ACTIVE, "ACTIVE"); INTERN(s_select_mats, "select_mats"); INTERN(s_launch, "launch");
+    INTERN(s_launcher, "launcher"); INTERN(s_TAPE, "TAPE"); INTERN(s___dict__, "__dict__");
+    INTERN(s__lazycv_watched, "_lazycv_watched"); INTERN(s_foreign_streams, "foreign_streams");
+    INTERN(s_CURRENT, "CURRENT");
     INTERN(s_computed, "computed"); INTERN(s_kernels_launched, "kernels_launched"); INTERN(s_ops_fused, "ops_fused");
     INTERN(s_flushes, "flushes"); INTERN(s_program_hits, "program_hits");
     INTERN(s_written, "written"); INTERN(s_capture, "capture");
@@ -3049,7 +3292,11 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     INTERN(s__let_go_of_history, "_let_go_of_history"); INTERN(s__flush_planned, "_flush_planned");
     if ((ONE = PyLong_FromLong(1)) == NULL)
         return NULL;
-    if (PyType_Ready(&ApiType) < 0 || PyType_Ready(&InitType) < 0 || PyType_Ready(&KeyType) < 0)
+    if (PyType_Ready(&ApiType) < 0 || PyType_Ready(&InitType) < 0 || PyType_Ready(&KeyType) < 0 ||
+            PyType_Ready(&LauncherType) < 0)
+        return NULL;
+    Py_INCREF(&LauncherType);
+    if (PyModule_AddObject(m, "Launcher", (PyObject *)&LauncherType) < 0)
         return NULL;
     Py_INCREF(&KeyType);
     if (PyModule_AddObject(m, "ReplayKey", (PyObject *)&KeyType) < 0)

@@ -158,6 +158,7 @@ def _load_nvtx():
 
 
 _nvtx = _load_nvtx()
+NVTX_ON = _nvtx is not None
 _NO_RANGE = contextlib.nullcontext()
 
 

@@ -339,8 +339,10 @@ def _binds(sinks, at, slot_of):
 class SingleFlushProgram(_FlushProgramBase):
     """A replayed flush that went out as one kernel of one item (a frame at a time: W2), as
     that launch: its arguments gathered from the recorded values by position, fresh outputs,
-    the results bound — no plan thawed, no layout or argument recipe walked."""
-    __slots__ = ("compiled", "rows", "cols", "recipe", "memo", "shapes", "slab", "results")
+    the results bound — no plan thawed, no layout or argument recipe walked. ``launcher``: the
+    backend's C launcher of the kernel (Backend.launcher) that _hotpath's run_single calls in
+    place of ``backend.launch``; None until the first run asks, False where there is none."""
+    __slots__ = ("compiled", "rows", "cols", "recipe", "memo", "shapes", "slab", "results", "launcher")
 
     @classmethod
     def capture(cls, kernel, layout, entry, sinks, at):
@@ -353,6 +355,7 @@ class SingleFlushProgram(_FlushProgramBase):
         prog = cls()
         prog.backend = STATE.backend            # (the device's instance: tables live in its memory)
         prog.compiled, prog.rows, prog.cols = compiled, kernel.rows, kernel.cols
+        prog.launcher = None
         prog.recipe = tuple((True, vals[item[1]], None, None) if item[0] == "src" else
                             (False, vals[item[1]], item[2], DYN_CONVERT[item[3]]) for item in compiled.recipe)
         prog.memo = [None] * len(prog.recipe)     # (_hotpath.single_args: scalars converted last)

@@ -97,7 +97,7 @@ def bind(GpuMat):
         plancache._hot_loose = _hotpath.loose_tokens
         ir.TRACK, ir.VALUES_OF, ir.new_recording = _hotpath.track, _hotpath.values_of, _hotpath.new_recording
         from .backends import cuda as cuda_backend
-        cuda_backend.HOT_LAUNCH = _hotpath.launch
+        cuda_backend.HOT_LAUNCH, cuda_backend.HOT_LAUNCHER = _hotpath.launch, _hotpath.Launcher
     else:
         _signature, _node, _lazy = lambda args, kw: signature(args, kw, GpuMat), Node, _py_lazy
 

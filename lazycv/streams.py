@@ -70,7 +70,7 @@ def watch(be):
     for name, at in (("launch", 3), ("launch_batched", 6)):
         plain = getattr(be, name)
         setattr(be, name, _watched(be, plain, at))
-    be._lazycv_watched = True
+    be._lazycv_watched = be.launch      # (what a launch on the instance is when nothing else replaced it)
 
 
 def _watched(be, plain, arrays_at):

@@ -113,6 +113,37 @@ def test_a_function_replays_its_last_recipe_until_the_recipes_are_forgotten():
     assert not recipes._RECIPES                 # (noted once: not replayed from a kept recipe)
 
 
+def test_a_loop_of_changing_sizes_replays_each_calls_recipe_by_its_place():
+    """A frame loop whose resize changes size call by call (W3's crops) replays each call's
+    recipe by its place in the recording (the function's last recipe never fits), computes
+    what CPU OpenCV computes, still does when the crops come in another order (a place's
+    recipe that does not fit is not taken), and forgets the places with the recipes."""
+    if recipes._hotpath is None:
+        pytest.skip("LAZYCV_HOTPATH=0: recipes are replayed in Python")
+    host = np.arange(24 * 30 * 3, dtype=np.uint8).reshape(24, 30, 3)
+    g = upload(host)
+    rois = [(0, 0, 7, 5), (3, 2, 11, 9), (10, 4, 6, 13), (1, 8, 17, 6), (12, 10, 9, 11)]
+
+    def frame(order):
+        outs = [cv2.cuda.resize(cv2.cuda_GpuMat(g, roi), (6, 4)) for roi in order]
+        lazycv.materialize(*outs)
+        for (x, y, w, h), o in zip(order, outs):
+            np.testing.assert_array_equal(o.download(), cv2.resize(host[y:y + h, x:x + w], (6, 4)))
+
+    def hits(order):
+        before = hot.recipe_hits()
+        frame(order)
+        return {k: v - before[k] for k, v in hot.recipe_hits().items()}
+    recipes.forget()
+    for _ in range(3):                           # (each signature noted, then captured)
+        frame(rois)
+    assert hits(rois)["place"] >= len(rois) - 1  # (two places may share a slot of the table)
+    moved = hits(rois[1:] + rois[:1])            # (every crop at another place)
+    assert moved["place"] == 0 and moved["table"] == len(rois)
+    recipes.forget()
+    assert hits(rois)["place"] == 0
+
+
 def _record(make, inputs_of):
     """A fresh recording; ``make`` builds three nodes over one frame; returns what they did."""
     g = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
@@ -445,6 +476,7 @@ def _spying(served):
     from types import SimpleNamespace
     funcs = {n: getattr(hot, n) for n in dir(hot) if not n.startswith("_")}
     funcs["flush_alone"] = lambda req: served.append(hot.flush_alone(req)) or served[-1]
+    funcs["flush_mats"] = hot.pending_of         # (runtime.flush then calls the spied flush_alone)
     return SimpleNamespace(**funcs)
 
 
@@ -791,6 +823,90 @@ def test_launch_writes_the_slots_as_param_slots_does():
                 cases[0][:1] + (2 ** 63,) + cases[0][2:], cases[0][:3] + (1e39,) + cases[0][4:]):
         c = ParamSlots(kinds, widths)
         assert hot.launch(0, 0, 0, (1, 1, 1, 32, 4, 1), c.ints, c.pointers, c.codes, bad) is None
+
+
+def test_a_launcher_writes_the_slots_as_launch_does():
+    """_hotpath.Launcher (the fixed parts of one kernel's launch read once, the output size
+    written first) writes what _hotpath.launch writes for the same values, gives None where
+    launch does, and refuses a wrong argument count."""
+    from lazycv.backends.cuda import ParamSlots
+    kinds = ["i", "i", None, "i", "f64", "f32", None, "f32"]
+    widths = [1, 1, 9, 1, 1, 1, 7, 1]
+    arr2 = _Array((0, 0, 12, 4, 0xdeadbeef000, 3, 4, 16, 4))
+    arr1 = _Array((0, 0, 5, 1, 4096, 5, 1))
+    for rest in ((arr2, -7, 0.1, -0.0, arr1, float("nan")), (arr2, 2 ** 62, np.float64(1e30), 1.5, arr1, -3.25)):
+        want, c = ParamSlots(kinds, widths), ParamSlots(kinds, widths)
+        assert hot.launch(0, 0, 0, (1, 1, 1, 32, 4, 1), want.ints, want.pointers, want.codes, (6, 8) + rest) == 0
+        launcher = hot.Launcher(0, 0, (1, 1, 1, 32, 4, 1), c.ints, c.pointers, c.codes, (6, 8))
+        assert launcher(rest) == 0
+        assert c.ints.tobytes() == want.ints.tobytes()
+    assert launcher((object(),) + rest[1:]) is None
+    with pytest.raises(ValueError, match="an argument per kind"):
+        launcher(rest[:-1])
+
+
+@pytest.mark.sim
+def test_a_one_kernel_program_launches_through_the_backends_launcher(monkeypatch):
+    """run_single launches W2's frame through the launcher the backend gave the program (CUDA:
+    a _hotpath.Launcher; the CPU backend and the simulator have none), and through
+    ``backend.launch`` while a launch is replaced on the instance: the same results either way."""
+    from lazycv import program
+    from lazycv.backends import cuda as cuda_backend
+    host, frame, std, first = _w2_program(monkeypatch)
+    progs = list({id(r.program): r.program for r in runtime.STATE.plans._replays.values()
+                  if isinstance(r.program, program.SingleFlushProgram)}.values())
+    assert len(progs) == 1
+    be = runtime.backend()
+    if runtime.HOTPATH is None:
+        assert progs[0].launcher is None          # (SingleFlushProgram.run, in Python, never asks)
+    elif lazycv.backend() == "cuda" and be.launch_mode == "driver" and cuda_backend._driver_launch_address():
+        assert type(progs[0].launcher) is hot.Launcher
+    else:
+        assert progs[0].launcher is False
+    spied, own = [], be.__dict__.get("launch")       # (a stream watch's, if streams were used)
+    real = be.launch
+    be.launch = lambda *a, **k: spied.append(1) or real(*a, **k)
+    try:
+        got = _w2_frames(2, frame, std)
+    finally:
+        if own is None:
+            del be.launch
+        else:
+            be.launch = own
+    assert len(spied) == 2
+    got += _w2_frames(2, frame, std)
+    assert len(spied) == 2
+    for k in range(3):                        # (frames 0 and 1 of each run: frame 1's scalars differ)
+        np.testing.assert_array_equal(got[0][k], first[k])
+        np.testing.assert_array_equal(got[2][k], first[k])
+        np.testing.assert_array_equal(got[3][k], got[1][k])
+
+
+def test_flush_mats_flushes_where_flush_alone_serves_and_hands_back_the_rest(monkeypatch):
+    """_hotpath.flush_mats (lazycv.materialize's C step without NVTX ranges): W2's frame
+    flushed in C (an empty list back, streams.CURRENT reset as runtime.flush's ``finally``
+    does, the planes right); nothing pending gives an empty list; a stream of other code to
+    order gives the pending mats back unflushed, for runtime.flush."""
+    if recipes._hotpath is None:
+        pytest.skip("LAZYCV_HOTPATH=0: the flush runs in Python")
+    host, frame, std, first = _w2_program(monkeypatch)
+    planes = _w2_calls(frame, std, 0)
+    monkeypatch.setattr(streams, "CURRENT", "a stream left from before")
+    flushes = runtime.STATE.stats["flushes"]
+    assert hot.flush_mats([planes]) == [] and streams.CURRENT is None
+    assert runtime.STATE.stats["flushes"] == flushes + 1
+    for k in range(3):
+        np.testing.assert_array_equal(planes[k].download(), first[k])
+    assert hot.flush_mats(planes) == []
+    monkeypatch.setitem(runtime.STATE.foreign_streams, 1, object())
+    planes = _w2_calls(frame, std, 0)
+    back = hot.flush_mats(planes)
+    assert [id(m) for m in back] == [id(m) for m in planes] and all(m._node is not None for m in planes)
+    assert runtime.STATE.stats["flushes"] == flushes + 1
+    monkeypatch.delitem(runtime.STATE.foreign_streams, 1)
+    lazycv.materialize(*planes)
+    for k in range(3):
+        np.testing.assert_array_equal(planes[k].download(), first[k])
 
 
 def test_each_threads_replayed_results_join_its_own_pending_list():

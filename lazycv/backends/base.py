@@ -67,6 +67,12 @@ class Backend:
         """Per-item tables that many launches read, as ``launch_batched(tables=)`` takes them."""
         return ti, tf
 
+    def launcher(self, compiled, rows, cols):
+        """A launcher of ``compiled`` over a ``rows`` x ``cols`` output on the default stream that
+        C code calls with the launch's arguments (_hotpath.Launcher), once the kernel has been
+        launched; None where this backend has none (a program then calls ``launch``)."""
+        return None
+
     def launch_view(self, arr, shape):
         """``arr``'s memory (C-contiguous) as a kernel argument of ``shape``; None where this
         backend cannot pass one. The caller keeps ``arr`` alive for the launch."""

@@ -82,6 +82,7 @@ BLOCK = (32, 4, 1)
 # loads and per-row math are paid once for all of them. Baked into the source; a sweep that
 # changes it must drop the kernel and plan caches (bench/kernel_variants.py measures both).
 PIXELS_PER_THREAD = int(os.environ.get("LAZYCV_PIXELS_PER_THREAD", "4"))
+
 # code-generation knobs measured by bench/kernel_variants.py (baked into the source, like the
 # two above). How a thread walks its pixels: "loop" (one pixel after another), "unrolled" (the
 # same, written out), "interleaved" (written out with every pixel's loads before any pixel's
@@ -90,6 +91,14 @@ PIXELS_PER_THREAD = int(os.environ.get("LAZYCV_PIXELS_PER_THREAD", "4"))
 # SM); 0 = none.
 PIXEL_ORDER = os.environ.get("LAZYCV_PIXEL_ORDER", "loop")
 MAX_REGISTERS = int(os.environ.get("LAZYCV_MAX_REGISTERS", "0"))
+
+
+def _grid(H, W):
+    """The grid of a kernel over an H x W output (PIXELS_PER_THREAD pixels a thread in x)."""
+    bx, by = BLOCK[0] * PIXELS_PER_THREAD, BLOCK[1]
+    return ((W + bx - 1) // bx, (H + by - 1) // by, 1)
+
+
 # how a compiled kernel is launched after its first (dispatcher) launch, cheapest first
 LAUNCH_MODES = ("driver", "packed", "overload", "dispatcher")
 
@@ -277,9 +286,7 @@ class CudaBackend(Backend):
                                branches=self.indent(self._quiet(out), 8))
 
     def launch_batched(self, compiled, n_items, max_h, max_w, ti, tf, arrays, stream=None, tables=None):
-        bx, by, _ = BLOCK
-        bx *= PIXELS_PER_THREAD
-        grid = ((max_w + bx - 1) // bx, (max_h + by - 1) // by, n_items)
+        grid = _grid(max_h, max_w)[:2] + (n_items,)
         if tables is not None:
             dti, dtf = tables
         elif self.simulator:
@@ -412,10 +419,20 @@ class CudaBackend(Backend):
             self._launch(compiled.fn, (part.shape[0], 1, 1), (H, W) + tuple(args[:-1]), stream)
             reduce_kernels.fold(self, compiled.reduce, part, args[-1], stream)
             return
-        bx, by, _ = BLOCK
-        bx *= PIXELS_PER_THREAD
-        grid = ((W + bx - 1) // bx, (H + by - 1) // by, 1)
-        self._launch(compiled.fn, grid, (H, W) + tuple(args), stream)
+        self._launch(compiled.fn, _grid(H, W), (H, W) + tuple(args), stream)
+
+    def launcher(self, compiled, rows, cols):
+        """_hotpath.Launcher of the kernel's driver launch (its direct launcher's slots, the
+        grid of ``launch``), for a one-kernel program's run in C: W2's frame then skips this
+        class's launch -> _launch -> _DirectLaunch chain (about 2 µs of Python)."""
+        if HOT_LAUNCHER is None or compiled.reduce is not None or self.launch_mode != "driver":
+            return None
+        direct = self._direct.get(compiled.fn)
+        address = direct.c_address() if direct is not None else 0
+        if not address:
+            return None
+        return HOT_LAUNCHER(_DRIVER_LAUNCH[0], address, _grid(rows, cols) + BLOCK, direct.slots.ints,
+                            direct.slots.pointers, direct.slots.codes, (rows, cols))
 
     @staticmethod
     def _full_rows(buf, c0, ncols):
@@ -709,6 +726,7 @@ class _NotPackable(Exception):
 # _hotpath.launch where the C extension was built and is in use (bound by recipes.bind, which
 # honours LAZYCV_HOTPATH=0): a launch's parameters written and cuLaunchKernel called in C
 HOT_LAUNCH = None
+HOT_LAUNCHER = None          # _hotpath.Launcher, bound with HOT_LAUNCH (CudaBackend.launcher)
 _DRIVER_LAUNCH = []          # [address of libcuda's cuLaunchKernel, or 0], looked up once
 
 
@@ -816,15 +834,23 @@ class _DirectLaunch:
             self.cukernel = self.kernel._codelibrary.get_cufunc().kernel
         self.launch_fn(core_stream, config, self.cukernel, *params)
 
+    def c_address(self):
+        """The kernel's address for _hotpath's C launch (0 where it cannot serve it)."""
+        if self.mode != "driver":
+            return 0
+        if self.cufunc is None:
+            self.cufunc = _cu_function(self.kernel._codelibrary.get_cufunc().handle)
+        if self.cufunc_address is None:
+            self.cufunc_address = _c_launchable(self.cufunc)
+        return self.cufunc_address
+
     def _launch_driver(self, grid, args, stream):
         if self.cufunc is None:
             self.cufunc = _cu_function(self.kernel._codelibrary.get_cufunc().handle)
         handle = 0 if stream is None else int(stream.handle or 0)
         if HOT_LAUNCH is not None:
             # the slots written and the driver called in C (W2: 6 µs a launch in Python)
-            if self.cufunc_address is None:
-                self.cufunc_address = _c_launchable(self.cufunc)
-            if self.cufunc_address:
+            if self.c_address():
                 err = HOT_LAUNCH(_DRIVER_LAUNCH[0], self.cufunc_address, handle, tuple(grid) + BLOCK,
                                  self.slots.ints, self.slots.pointers, self.slots.codes, tuple(args))
                 if err is not None:            # (None: an argument the Python path writes)
