@@ -9,7 +9,11 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONUNBUFFERED=1 LAZYCV_CACHE_DIR=/tmp/lk
 INC=$(python3 -c "import sysconfig;print(sysconfig.get_paths()['include'])")
 SO=$(python3 -c "import sysconfig;print('_hotpath'+sysconfig.get_config_var('EXT_SUFFIX'))")
-for d in .snap .snap_old; do gcc -O2 -shared -fPIC -I$INC $d/lazycv/_hotpath.c -o $d/lazycv/$SO || exit 1; done
+BSO=$(python3 -c "import sysconfig;print('_bands'+sysconfig.get_config_var('EXT_SUFFIX'))")
+for d in .snap .snap_old; do
+  gcc -O2 -shared -fPIC -I$INC $d/lazycv/_hotpath.c -o $d/lazycv/$SO || exit 1
+  [ ! -f $d/lazycv/backends/_bands.c ] || gcc -O2 -shared -fPIC -pthread -I$INC $d/lazycv/backends/_bands.c -o $d/lazycv/backends/$BSO || exit 1
+done
 LOG=$OUT/log.txt
 quiet() { grep -v -e "NumbaPerformanceWarning" -e "warn(errors" -e "^$" ; }
 in_tree() { (cd $1 && export PYTHONPATH=/tmp/site:$PWD OUT=$OUT/$2 && mkdir -p $OUT && eval "$3"); }

@@ -1,7 +1,9 @@
-"""C1's CPU kernel on a many-core host: lazycv's bands on Python worker threads (the default)
-against one numba ``prange`` call over the same bands, and CPU OpenCV's chain before and right
-after each (spin-waiting threads would slow it). A diagnostic for the CPU backend's scaling:
-each worker needs the GIL to start its band, so band starts queue up behind one another.
+"""C1's CPU kernel on a many-core host: lazycv's bands on Python worker threads against its bands
+on native threads (backends/cpu_native.py, the default where lazycv/backends/_bands.c was built)
+and against one numba ``prange`` call over the same bands, and CPU OpenCV's chain before and
+right after each (spin-waiting threads would slow it). A diagnostic for the CPU backend's
+scaling: on Python threads each worker needs the GIL to start its band, so band starts queue up
+behind one another. Also the frame's upload copy: numpy's against native bands.
 
     python bench/c1_bands.py
 """
@@ -70,12 +72,24 @@ def main():
           f"{numba.threading_layer()}, {numba.get_num_threads()} threads")
     chain = lambda: peers.cv2_cpu_chain(frame)  # noqa: E731
     print(f"cv2 chain at the start: {median_ms(chain):.3f} ms")
+    native = be._native_bands
     for threads in sorted({1, 2, 4, 8, 16, os.cpu_count()}):
         be.threads, be._pool = threads, None
-        print(f"lazycv bands on {threads:2d} worker threads: {median_ms(lambda: be.launch(compiled, H, W, args)):.3f} ms")
-    pool = median_ms(lambda: be.launch(compiled, H, W, args))
-    after = median_ms(lambda: (be.launch(compiled, H, W, args), chain())) - pool
-    print(f"lazycv bands, {be.threads} threads: {pool:.3f} ms; the cv2 chain right after: {after:.3f} ms")
+        be._native_bands = lambda *a: False
+        on_pool = median_ms(lambda: be.launch(compiled, H, W, args))
+        be._native_bands = native
+        on_native = median_ms(lambda: be.launch(compiled, H, W, args))
+        print(f"lazycv bands, {threads:2d} threads: Python pool {on_pool:.3f} ms, native {on_native:.3f} ms")
+    for where, fn in (("Python pool", lambda *a: False), ("native", native)):
+        be._native_bands = fn
+        t = median_ms(lambda: be.launch(compiled, H, W, args))
+        after = median_ms(lambda: (be.launch(compiled, H, W, args), chain())) - t
+        print(f"lazycv bands, {be.threads} threads, {where}: {t:.3f} ms; the cv2 chain right after: {after:.3f} ms")
+    be._native_bands = native
+    host = frame.reshape(frame.shape[0], -1)
+    dst = np.empty_like(host)
+    print(f"the frame's upload copy ({host.nbytes >> 20} MiB): numpy {median_ms(lambda: np.copyto(dst, host)):.3f} ms, "
+          f"native bands {median_ms(lambda: be._copy(dst, host)):.3f} ms")
     nb = os.cpu_count()
     pr = median_ms(lambda: mod.bands(nb, H, H, W, *args))
     after = median_ms(lambda: (mod.bands(nb, H, H, W, *args), chain())) - pr

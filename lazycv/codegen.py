@@ -555,17 +555,18 @@ def _load(source, target, injected=None):
         mod = sys.modules.get(name)
         if mod is not None:
             break
-        try:
-            spec = importlib.util.spec_from_file_location(name, path)
-            mod = importlib.util.module_from_spec(spec)
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod         # (before it runs, as an import does: a cfunc compiled as
+        try:                            # the module runs is cached only if its module is found)
             spec.loader.exec_module(mod)
         except Exception:
+            sys.modules.pop(name, None)
             # another process evicted the entry between the check and the import (Numba's
             # cache then finds no file: "no locator available"): write it again
             if attempt < 2 and not os.path.exists(path):
                 continue
             raise
-        sys.modules[name] = mod
         break
     for k, v in (injected or {}).items():
         setattr(mod, k, v)

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..codegen import assigned, names, split_column_invariant
 from ..memory import host_free_bytes, host_pool, pool_cap
-from . import reduce_kernels
+from ..log import logger
+from . import cpu_native, reduce_kernels
 from .base import Backend
 
 # Each kernel twice: ``kernel`` with its arrays marked noalias (vectorisable) and
@@ -177,8 +178,10 @@ class CpuBackend(Backend):
         if tables is not None:
             ti, tf = tables
         fn, rows = self._kernel_for(compiled, arrays, 5), n_items * max_h
-        self._in_bands(rows, lambda r0, r1: fn(r0, r1, max_h, ti, tf, *arrays),
-                       rows * max_w >= self.MIN_PIXELS_TO_SPLIT)
+        big = rows * max_w >= self.MIN_PIXELS_TO_SPLIT
+        if big and self._native_bands(compiled, fn, rows, (max_h, ti, tf) + tuple(arrays)):
+            return
+        self._in_bands(rows, lambda r0, r1: fn(r0, r1, max_h, ti, tf, *arrays), big)
 
     def _kernel_for(self, compiled, args, skipped):
         """The noalias build of ``compiled`` unless one of its outputs may share memory with
@@ -196,10 +199,43 @@ class CpuBackend(Backend):
                     return sys.modules[compiled.name].kernel_aliased
         return compiled.fn
 
+    def _bands(self, rows):
+        return min(self.threads, max(1, rows // self.MIN_ROWS_PER_BAND))
+
+    def _native_bands(self, compiled, fn, rows, tail):
+        """Runs ``fn(r0, r1, *tail)`` over rows [0, rows) in bands on native threads
+        (cpu_native: its wrapper made the second time ``fn`` runs in bands); False where it
+        did not (no wrapper for it, an argument the wrapper does not take, one band)."""
+        bands = self._bands(rows)
+        if bands == 1 or cpu_native.BANDS is None:
+            return False
+        native = self._natives.get(fn)
+        if native is None:                       # (a kernel run once pays no wrapper)
+            self._natives[fn] = 0
+            return False
+        if native == 0:
+            name = "kernel" if fn is compiled.fn else "kernel_aliased"
+            try:
+                native = cpu_native.wrapper(fn, compiled.name, name, 2)
+            except Exception as e:               # (the Python pool runs it as before)
+                logger.debug("lazycv: no native bands for %s: %r", compiled.name, e)
+                native = None
+            native = self._natives[fn] = native or False
+        if native is False:
+            return False
+        return cpu_native.BANDS.run(native.address, rows, bands, native.codes, native.formats, tail) is not None
+
+    def _copy(self, dst, src):
+        """dst[...] = src, in bands on native threads where it is big enough to gain (a
+        many-core host's memory bandwidth); numpy's copy otherwise."""
+        if src.nbytes < self.MIN_BYTES_TO_SPLIT or cpu_native.BANDS is None or \
+                cpu_native.BANDS.copy(dst, src, self._bands(dst.shape[0])) is None:
+            dst[...] = src
+
     def _in_bands(self, rows, work, big):
         """``work(r0, r1)`` over rows [0, rows): in bands on the worker threads when ``big``
         (the calling thread takes the first band), else in one call."""
-        bands = min(self.threads, max(1, rows // self.MIN_ROWS_PER_BAND)) if big else 1
+        bands = self._bands(rows) if big else 1
         if bands == 1:
             work(0, rows)
             return
@@ -220,11 +256,13 @@ class CpuBackend(Backend):
     column_tables = True        # kernel_frame's per-column tables (off: for measuring them)
     MIN_ROWS_PER_BAND = 16
     MIN_PIXELS_TO_SPLIT = 1 << 15
+    MIN_BYTES_TO_SPLIT = 1 << 20
 
     def __init__(self):
         self.threads = max(1, int(os.environ.get("LAZYCV_CPU_THREADS", 0)) or (os.cpu_count() or 1))
         self._pool = None
         self._roles = {}            # kernel module -> (source positions, output positions)
+        self._natives = {}          # kernel -> 0 (ran in bands once), its cpu_native.Native, False
         self.buffers = host_pool(pool_cap("LAZYCV_POOL_MB", 1024, host_free_bytes))
 
     def launch(self, compiled, H, W, args, stream=None):
@@ -236,15 +274,18 @@ class CpuBackend(Backend):
             reduce_kernels.fold(self, compiled.reduce, args[-2], args[-1])
             return
         fn = self._kernel_for(compiled, args, 4)
-        self._in_bands(H, lambda y0, y1: fn(y0, y1, H, W, *args), H * W >= self.MIN_PIXELS_TO_SPLIT)
+        big = H * W >= self.MIN_PIXELS_TO_SPLIT
+        if big and self._native_bands(compiled, fn, H, (H, W) + tuple(args)):
+            return
+        self._in_bands(H, lambda y0, y1: fn(y0, y1, H, W, *args), big)
 
     def upload(self, buf, y0, c0, arr2d, stream=None):
         """Copy host rows into buf[y0:, c0:] (element columns). Always possible here."""
-        buf[y0:y0 + arr2d.shape[0], c0:c0 + arr2d.shape[1]] = arr2d
+        self._copy(buf[y0:y0 + arr2d.shape[0], c0:c0 + arr2d.shape[1]], arr2d)
         return True
 
     def download(self, buf, y0, c0, rows, ncols, out2d, stream=None):
-        out2d[...] = buf[y0:y0 + rows, c0:c0 + ncols]
+        self._copy(out2d, buf[y0:y0 + rows, c0:c0 + ncols])
         return True
 
     def device_function(self, fn):
