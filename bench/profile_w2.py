@@ -70,38 +70,46 @@ def main():
 
 
 def _launch_pieces(lazycv, calls, gpus):
-    """The CUDA launch of one frame's kernel, piece by piece (the driver path only)."""
+    """The CUDA launch of one frame's kernel, piece by piece (the driver path only): the slots
+    written in Python, the driver call through cuda.bindings, the backend's Python launch chain,
+    and the program's C launcher (Backend.launcher) that a replayed frame uses."""
     be = lazycv.runtime.STATE.backend
     if not hasattr(be, "_direct"):
         return
     got = {}
-    real = type(be)._launch
 
-    def spy(self, fn, grid, args, stream):
-        got["a"] = (fn, grid, args, stream)
-        return real(self, fn, grid, args, stream)
-    type(be)._launch = spy
+    def spy(compiled, H, W, args, stream=None):      # (on the instance: the frame takes be.launch)
+        got["a"] = (compiled, H, W, args)
+        return type(be).launch(be, compiled, H, W, args, stream)
+    be.launch = spy
     lazycv.materialize(*calls(gpus[0]))
-    type(be)._launch = real
-    fn, grid, args, stream = got["a"]
-    direct = be._direct.get(fn)
+    del be.launch
+    compiled, H, W, args = got["a"]
+    direct = be._direct.get(compiled.fn)
     if direct is None or direct.mode != "driver":
         print("launch pieces: no driver launch for this kernel")
         return
+    from lazycv.backends.cuda import _grid
+    grid, full = _grid(H, W), (H, W) + tuple(args)
+    launcher = be.launcher(compiled, H, W)
     clock, n = time.perf_counter, 2000
     t0 = clock()
     for _ in range(n):
-        direct.slots.write(args)
+        direct.slots.write(full)
     t1 = clock()
     for _ in range(n):
         direct.cu_launch(direct.cufunc, grid[0], grid[1], grid[2], 32, 4, 1, 0, 0, direct.slots.pointers, 0)
     t2 = clock()
     for _ in range(n):
-        be._launch(fn, grid, args, stream)
+        be.launch(compiled, H, W, args)
     t3 = clock()
+    for _ in range(n if launcher is not None else 0):
+        launcher(tuple(args))
+    t4 = clock()
     be.synchronize()
     print(f"launch pieces, us each: slots.write {(t1 - t0) / n * 1e6:.2f}, cuLaunchKernel "
-          f"{(t2 - t1) / n * 1e6:.2f}, backend _launch {(t3 - t2) / n * 1e6:.2f} ({len(args)} arguments)")
+          f"{(t2 - t1) / n * 1e6:.2f}, backend launch {(t3 - t2) / n * 1e6:.2f}, program launcher "
+          + (f"{(t4 - t3) / n * 1e6:.2f}" if launcher is not None else "none") + f" ({len(full)} arguments)")
 
 
 if __name__ == "__main__":

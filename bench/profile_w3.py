@@ -1,0 +1,78 @@
+"""Where W3's host time goes on the active backend: the loop's 350 calls over 50 crops of a 4K
+frame (recording), the flush (materialize) and the release, each timed per frame over a run
+without syncs, the recipe look-ups by kind (_hotpath.recipe_hits), then a cProfile of the
+flushes alone.
+
+    python bench/profile_w3.py [--frames 300]
+"""
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=300)
+    args = ap.parse_args()
+    import cv2
+    import lazycv
+    import w1
+    import w34
+    lazycv.enable(fuse=True)
+    frame = np.random.default_rng(0).integers(0, 256, (2160, 3840, 3), np.uint8)
+    rois = w34.rois_for(50, 2160, 3840)
+    g = cv2.cuda_GpuMat()
+    g.upload(frame)
+
+    def calls():
+        outs = []
+        for x, y, w, h in rois:
+            c = cv2.cuda_GpuMat(g, (x, y, w, h))
+            f = cv2.cuda.resize(c, (64, 128)).convertTo(cv2.CV_32FC3)
+            f = cv2.cuda.divide(cv2.cuda.subtract(cv2.cuda.multiply(f, w34.MUL), w34.MEAN), w34.STD)
+            outs.append(cv2.cuda.split(f))
+        return [p for o in outs for p in o]
+
+    for _ in range(30):
+        lazycv.materialize(*calls())
+    w1.sync()
+    clock, n = time.perf_counter, args.frames
+    hot = lazycv.recipes._hotpath
+    hits = hot.recipe_hits() if hot is not None else None
+    t = np.zeros((n, 3))
+    t_all = clock()
+    for i in range(n):
+        t0 = clock()
+        planes = calls()
+        t1 = clock()
+        lazycv.materialize(*planes)
+        t2 = clock()
+        del planes
+        t[i] = (t1 - t0, t2 - t1, clock() - t2)
+    w1.sync()
+    wall = (clock() - t_all) / n * 1e3
+    t *= 1e3
+    print(f"W3 on {lazycv.backend()}: {wall:.3f} ms/frame wall; per frame p50 (p99) ms: "
+          + ", ".join(f"{k} {np.percentile(t[:, j], 50):.3f} ({np.percentile(t[:, j], 99):.3f})"
+                      for j, k in enumerate(["record 350 calls", "materialize", "release"])))
+    if hits is not None:
+        now = hot.recipe_hits()
+        print("recipes a frame: " + ", ".join(f"{k} {(now[k] - hits[k]) / n:.1f}" for k in now))
+    prof = cProfile.Profile()
+    for _ in range(100):
+        planes = calls()
+        prof.enable()
+        lazycv.materialize(*planes)
+        prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+
+
+if __name__ == "__main__":
+    main()
