@@ -40,6 +40,30 @@ def _w1_reference(host):
     return [f[..., k] for k in range(3)]
 
 
+class _Spy:
+    """cpu_native.BANDS with each run's and copy's answer kept (True: it ran)."""
+    def __init__(self, real):
+        self.real, self.runs, self.copies = real, [], []
+
+    def run(self, *a):
+        self.runs.append(self.real.run(*a))
+        return self.runs[-1]
+
+    def copy(self, *a):
+        self.copies.append((a[2], self.real.copy(*a)))
+        return self.copies[-1][1]
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    s = _Spy(cpu_native.BANDS)
+    monkeypatch.setattr(cpu_native, "BANDS", s)
+    return s
+
+
 def _natives(be):
     return [n for n in be._natives.values() if isinstance(n, cpu_native.Native)]
 
@@ -50,13 +74,13 @@ def _std():
     return std
 
 
-def test_a_big_frame_runs_in_native_bands_as_on_the_python_pool(rng, be, monkeypatch):
-    """W1's frame (its kernel, the frame's upload, the planes' downloads) in native bands from
-    its second run on: equal to the Python pool's result bit for bit, and to CPU OpenCV."""
+def test_a_big_frame_runs_in_native_bands_as_on_the_python_pool(rng, be, spy, monkeypatch):
+    """W1's frame kernel in native bands from its second run on: equal to the Python pool's
+    result bit for bit, and to CPU OpenCV."""
     host = rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)
     std = _std()
     runs = [_w1(upload(host), std) for _ in range(3)]
-    assert len(_natives(be)) == 1
+    assert len(_natives(be)) == 1 and spy.runs == [True, True]    # (the second and third frames)
     monkeypatch.setattr(be, "_native_bands", lambda *a: False)
     monkeypatch.setattr(be, "_copy", lambda dst, src: dst.__setitem__(Ellipsis, src))
     pool = _w1(upload(host), std)
@@ -66,7 +90,7 @@ def test_a_big_frame_runs_in_native_bands_as_on_the_python_pool(rng, be, monkeyp
             assert_close(got, ref, tol=1e-5, rel=1e-5)
 
 
-def test_a_big_roi_loop_runs_its_batched_launch_in_native_bands(rng, be, monkeypatch):
+def test_a_big_roi_loop_runs_its_batched_launch_in_native_bands(rng, be, spy, monkeypatch):
     """A loop over crops (one batched launch with its per-item tables) in native bands: equal
     to the Python pool and to CPU OpenCV."""
     host = rng.integers(0, 256, (400, 500, 3), dtype=np.uint8)
@@ -79,7 +103,7 @@ def test_a_big_roi_loop_runs_its_batched_launch_in_native_bands(rng, be, monkeyp
                 for roi in rois]
         return [o.download() for o in outs]
     runs = [loop() for _ in range(3)]
-    assert len(_natives(be)) == 1
+    assert len(_natives(be)) == 1 and spy.runs == [True, True]
     monkeypatch.setattr(be, "_native_bands", lambda *a: False)
     pool = loop()
     for got in runs:
@@ -89,7 +113,7 @@ def test_a_big_roi_loop_runs_its_batched_launch_in_native_bands(rng, be, monkeyp
             assert_close(a, want, tol=1e-6)
 
 
-def test_an_in_place_write_runs_the_aliased_kernel_in_native_bands(rng, be):
+def test_an_in_place_write_runs_the_aliased_kernel_in_native_bands(rng, be, spy):
     """A result written into its own source (``dst=``) takes the kernel built without the
     no-overlap promise, in native bands too."""
     host = rng.random((300, 400), dtype=np.float32)
@@ -97,7 +121,7 @@ def test_an_in_place_write_runs_the_aliased_kernel_in_native_bands(rng, be):
         g = upload(host)
         cv2.cuda.multiply(g, 3.0, dst=g)
         np.testing.assert_array_equal(g.download(), host * np.float32(3.0))
-    assert len(_natives(be)) == 1
+    assert len(_natives(be)) == 1 and spy.runs == [True, True]
 
 
 def test_native_copies_equal_numpys_and_decline_what_they_do_not_make(rng):
@@ -124,8 +148,9 @@ def test_native_copies_equal_numpys_and_decline_what_they_do_not_make(rng):
 
 def test_a_wrapper_declines_arguments_it_was_not_made_for(rng, be):
     """_bands.run returns None (nothing run) for an argument of another type than the
-    wrapper's: an array of another dtype or not contiguous, a float or a numpy int where an int
-    goes, an int where a float goes."""
+    wrapper's — one numba would type as another parameter type: an array of another dtype or
+    not contiguous, a float, an int32 or a bool where an int64 goes, an int where a float goes,
+    a Python float (float64) where a float32 goes."""
     host = rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)
     std = _std()
     for _ in range(3):
@@ -136,20 +161,21 @@ def test_a_wrapper_declines_arguments_it_was_not_made_for(rng, be):
     ints = [i for i, c in enumerate(codes) if c == "i"]
     floats = [i for i, c in enumerate(codes) if c == "f"]
     assert arrays and ints and floats
-    good = [np.zeros((4,) * int(c), np.dtype(f)) if c in "123" else 0 if c == "i" else 0.0
-            for c, f in zip(codes, native.formats)]
+    good = [np.zeros((4,) * int(c), np.dtype(f)) if c in "123" else f[-1](0) for c, f in zip(codes, native.formats)]
     run = cpu_native.BANDS.run
     assert run(native.address, 0, 4, native.codes, native.formats, tuple(good)) is True   # (0 rows: packed only)
     wrong_type = np.zeros((4,) * int(codes[arrays[0]]), np.int64 if native.formats[arrays[0]] != "l" else np.int8)
     strided = np.zeros((4, 8), np.dtype(native.formats[arrays[0]]))[:, ::2]
-    for at, bad in ((arrays[0], wrong_type), (arrays[0], strided), (ints[0], 1.0), (ints[0], np.int64(1)),
-                    (floats[0], 1)):
+    f32 = [i for i in floats if native.formats[i] == (np.float32,)]
+    assert f32                                   # (W1's kernel takes float32 scalars)
+    for at, bad in ((arrays[0], wrong_type), (arrays[0], strided), (ints[0], 1.0), (ints[0], np.int32(1)),
+                    (ints[0], True), (floats[0], 1), (f32[0], 0.5)):
         args = list(good)
         args[at] = bad
         assert run(native.address, 0, 4, native.codes, native.formats, tuple(args)) is None
 
 
-def test_threads_flushing_big_frames_at_once_each_get_their_own(rng, be):
+def test_threads_flushing_big_frames_at_once_each_get_their_own(rng, be, spy):
     """Several threads running big frames at once (the native pool busy with one of them: the
     others run their bands on their own thread) each get their own frame's result."""
     hosts = [rng.integers(0, 256, (300, 400, 3), dtype=np.uint8) for _ in range(4)]
@@ -163,25 +189,14 @@ def test_threads_flushing_big_frames_at_once_each_get_their_own(rng, be):
             for got, ref in zip(_w1(upload(hosts[i]), std), want[i]):
                 assert_close(got, ref, tol=1e-5, rel=1e-5)
     run_in_threads(work, len(hosts))
-    assert cpu_native.BANDS.threads() >= 1
+    assert spy.runs and all(spy.runs) and spy.threads() >= 1
 
 
-def test_a_big_upload_and_a_region_download_go_through_native_copies(rng, be, monkeypatch):
+def test_a_big_upload_and_a_region_download_go_through_native_copies(rng, be, spy):
     """A big frame's upload and the download of a region of it copy in native bands and give
     back the frame's pixels."""
-    copies = []
-    real = cpu_native.BANDS
-
-    class Spy:
-        def copy(self, dst, src, bands):
-            copies.append(bands)
-            return real.copy(dst, src, bands)
-
-        def __getattr__(self, name):
-            return getattr(real, name)
-    monkeypatch.setattr(cpu_native, "BANDS", Spy())
     host = rng.integers(0, 256, (600, 700, 3), dtype=np.uint8)
     g = upload(host)
     np.testing.assert_array_equal(g.download(), host)
     np.testing.assert_array_equal(cv2.cuda_GpuMat(g, (20, 30, 660, 560)).download(), host[30:590, 20:680])
-    assert len(copies) == 3 and all(n == 4 for n in copies)
+    assert spy.copies == [(4, True)] * 3

@@ -12,7 +12,8 @@
  * copy. ``P`` and ``F`` hold the kernel's arguments, packed here from Python objects by kind.
  *
  *   run(address, rows, bands, codes: bytes, formats: tuple, args: tuple) -> True, or None
- *       where an argument is not what the wrapper was built for (nothing run)
+ *       where an argument is not what the wrapper was built for (nothing run); formats: an
+ *       array's buffer format, or the types a scalar may have
  *   copy(dst, src, bands) -> True, or None where the copy is not two 2-D buffers of one shape
  *       and type with contiguous rows (nothing copied)
  *
@@ -133,9 +134,20 @@ static void run_job(band_fn fn, int64_t *P, double *F, int64_t rows, long bands)
 }
 
 /* ------------------------------------------------------------------ a kernel's bands */
-/* An argument by its code: 'i' an int (exactly int), 'f' a float (exactly float), '1'..'3' a
- * C-contiguous array of that many dimensions whose buffer format is formats[k]: its address,
- * then its shape, into P. 0 when an argument is not that (the caller's other path runs it). */
+/* Whether ``v``'s type is one of the tuple ``types`` (exactly: a subclass would type otherwise). */
+static int one_of(PyObject *v, PyObject *types) {
+    if (!PyTuple_Check(types))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(types); i++)
+        if ((PyObject *)Py_TYPE(v) == PyTuple_GET_ITEM(types, i))
+            return 1;
+    return 0;
+}
+
+/* An argument by its code: 'i' an integer into P, 'f' a float into F, each of one of the types
+ * in formats[k] (those numba types as the kernel's parameter); '1'..'3' a C-contiguous array of
+ * that many dimensions whose buffer format is formats[k]: its address, then its shape, into P.
+ * 0 when an argument is not that (the caller's other path runs it). */
 static int pack(PyObject *codes, PyObject *formats, PyObject *args, int64_t *P, double *F,
                 Py_ssize_t *np_, Py_ssize_t *nf_) {
     Py_ssize_t n = PyBytes_GET_SIZE(codes), np = 0, nf = 0;
@@ -145,18 +157,25 @@ static int pack(PyObject *codes, PyObject *formats, PyObject *args, int64_t *P, 
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *v = PyTuple_GET_ITEM(args, k);
         if (code[k] == 'i') {
-            if (!PyLong_CheckExact(v) || np >= MAX_SLOTS)
+            if (!one_of(v, PyTuple_GET_ITEM(formats, k)) || np >= MAX_SLOTS)
                 return 0;
-            long long q = PyLong_AsLongLong(v);
+            PyObject *index = PyNumber_Index(v);
+            long long q = index != NULL ? PyLong_AsLongLong(index) : -1;
+            Py_XDECREF(index);
             if (q == -1 && PyErr_Occurred()) {
                 PyErr_Clear();
                 return 0;
             }
             P[np++] = q;
         } else if (code[k] == 'f') {
-            if (!PyFloat_CheckExact(v) || nf >= MAX_SLOTS)
+            if (!one_of(v, PyTuple_GET_ITEM(formats, k)) || nf >= MAX_SLOTS)
                 return 0;
-            F[nf++] = PyFloat_AS_DOUBLE(v);
+            double d = PyFloat_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 0;
+            }
+            F[nf++] = d;
         } else {
             int nd = code[k] - '0';
             Py_buffer view;

@@ -47,6 +47,11 @@ def kernel(Y0, Y1, P, F):
 '''
 
 
+# the Python types numba types as each scalar parameter type (a value of another type would have
+# compiled another overload, which this wrapper does not call)
+_TYPED_AS = {types.int64: (int, np.int64), types.float64: (float, np.float64), types.float32: (np.float32,)}
+
+
 class Native:
     """A kernel's band wrapper: its address and how _bands.run packs each argument."""
     __slots__ = ("address", "codes", "formats")
@@ -64,15 +69,15 @@ def wrapper(fn, module, kernel_name, skipped):
     sig = next(iter(fn.overloads))
     args, codes, formats, p, f = [], [], [], 0, 0
     for ty in sig[skipped:]:
-        if isinstance(ty, types.Integer) and ty.bitwidth == 64 and ty.signed:
+        if ty == types.int64:
             args.append(f"P[{p}]")
             codes.append("i")
-            formats.append("")
+            formats.append(_TYPED_AS[ty])
             p += 1
         elif ty in (types.float64, types.float32):
             args.append(f"F[{f}]" if ty == types.float64 else f"np.float32(F[{f}])")
             codes.append("f")
-            formats.append("")
+            formats.append(_TYPED_AS[ty])
             f += 1
         elif isinstance(ty, types.Array) and ty.layout == "C" and ty.mutable and 1 <= ty.ndim <= 3 \
                 and isinstance(ty.dtype, (types.Integer, types.Float)):
