@@ -115,7 +115,8 @@ def test_a_function_replays_its_last_recipe_until_the_recipes_are_forgotten():
 
 def test_a_loop_of_changing_sizes_replays_each_calls_recipe_by_its_place():
     """A frame loop whose resize changes size call by call (W3's crops) replays each call's
-    recipe by its place in the recording (the function's last recipe never fits), computes
+    recipe by its place in the recording (the function's last recipe never fits; the multiply
+    after it takes its last), computes
     what CPU OpenCV computes, still does when the crops come in another order (a place's
     recipe that does not fit is not taken), and forgets the places with the recipes."""
     if recipes._hotpath is None:
@@ -125,10 +126,11 @@ def test_a_loop_of_changing_sizes_replays_each_calls_recipe_by_its_place():
     rois = [(0, 0, 7, 5), (3, 2, 11, 9), (10, 4, 6, 13), (1, 8, 17, 6), (12, 10, 9, 11)]
 
     def frame(order):
-        outs = [cv2.cuda.resize(cv2.cuda_GpuMat(g, roi), (6, 4)) for roi in order]
+        outs = [cv2.cuda.multiply(cv2.cuda.resize(cv2.cuda_GpuMat(g, roi), (6, 4)), (2, 2, 2)) for roi in order]
         lazycv.materialize(*outs)
         for (x, y, w, h), o in zip(order, outs):
-            np.testing.assert_array_equal(o.download(), cv2.resize(host[y:y + h, x:x + w], (6, 4)))
+            want = cv2.resize(host[y:y + h, x:x + w], (6, 4))
+            np.testing.assert_array_equal(o.download(), cv2.multiply(want, np.full_like(want, 2)))
 
     def hits(order):
         before = hot.recipe_hits()
@@ -137,7 +139,9 @@ def test_a_loop_of_changing_sizes_replays_each_calls_recipe_by_its_place():
     recipes.forget()
     for _ in range(3):                           # (each signature noted, then captured)
         frame(rois)
-    assert hits(rois)["place"] >= len(rois) - 1  # (two places may share a slot of the table)
+    steady = hits(rois)
+    assert steady["place"] >= len(rois) - 1     # (two places may share a slot of the table)
+    assert steady["last"] == len(rois)          # (multiply: its last recipe every call)
     moved = hits(rois[1:] + rois[:1])            # (every crop at another place)
     assert moved["place"] == 0 and moved["table"] == len(rois)
     recipes.forget()

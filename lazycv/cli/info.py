@@ -104,6 +104,7 @@ def info_facts():
         "device": device_text(name),
         "kernel cache": f"{folder}: {kernels} kernel(s), {nfiles} file(s), {size / 2 ** 20:.1f} MiB",
         "recording": _recording_path(),
+        "cpu bands": _bands_path(),
         "nvtx ranges": "on (nvtx is installed)" if _version("nvtx") != "not installed" else "off (pip install nvtx)",
         "settings": " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
                              if k.startswith("LAZYCV_") or k == "NUMBA_ENABLE_CUDASIM") or "none set",
@@ -119,6 +120,13 @@ def _recording_path():
     if os.environ.get("LAZYCV_HOTPATH", "1").strip() == "0":
         return "recipes, Python (LAZYCV_HOTPATH=0)"
     return "recipes, Python (lazycv._hotpath was not built: no C compiler at install)"
+
+
+def _bands_path():
+    from ..backends import cpu_native
+    if cpu_native.BANDS is not None:
+        return "native threads (lazycv.backends._bands)"
+    return "Python threads (lazycv.backends._bands was not built: no C compiler at install)"
 
 
 def _info(args):
