@@ -119,6 +119,33 @@ def time_cpu(fn: Callable[[], Any], warmup: int = 3, iters: int = 50) -> dict:
 # Bandwidth
 # --------------------------------------------------------------------------
 
+def host_phases(record: Callable[[int], Sequence[Any]], n: int, sync: Callable[[], Any],
+                names: Sequence[str], unit: str = "us") -> str:
+    """Where a loop's host time goes, frame by frame: ``record(i)`` (the recorded calls of frame
+    i, returning its pending results), their ``lazycv.materialize`` and their release, over
+    ``n`` frames back to back (``sync`` once at the end). One line: the wall time a frame and
+    each phase's p50 (p99) in ``unit`` ("us" or "ms"), ``names`` the phases' names."""
+    import lazycv
+    scale, digits = (1e6, 1) if unit == "us" else (1e3, 3)
+    t = np.zeros((n, 3))
+    clock = time.perf_counter
+    t_all = clock()
+    for i in range(n):
+        t0 = clock()
+        results = record(i)
+        t1 = clock()
+        lazycv.materialize(*results)
+        t2 = clock()
+        del results
+        t[i] = (t1 - t0, t2 - t1, clock() - t2)
+    sync()
+    wall = (clock() - t_all) / n * scale
+    t *= scale
+    return (f"{wall:.{digits}f} {unit}/frame wall; per frame p50 (p99) {unit}: "
+            + ", ".join(f"{k} {np.percentile(t[:, j], 50):.{digits}f} ({np.percentile(t[:, j], 99):.{digits}f})"
+                        for j, k in enumerate(names)))
+
+
 def w1_bytes(batch: int) -> int:
     """Compulsory DRAM traffic of W1: read the uint8 BGR frames once, write the float32 planes once."""
     return batch * (IN_H * IN_W * 3 + 3 * OUT_H * OUT_W * 4)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 
 
 def main():
@@ -31,7 +32,6 @@ def main():
     gpus = w1.upload_all(frames)
     std = cv2.cuda_GpuMat(out, out, cv2.CV_32FC3)
     std.setTo(w1.STD)
-    clock = time.perf_counter
 
     def calls(g):
         r = cv2.cuda.resize(g, (out, out), interpolation=cv2.INTER_LINEAR)
@@ -44,23 +44,9 @@ def main():
     for i in range(100):
         lazycv.materialize(*calls(gpus[i % 16]))
     w1.sync()
-    n = args.frames
-    t = np.zeros((n, 3))
-    t_all = clock()
-    for i in range(n):
-        t0 = clock()
-        planes = calls(gpus[i % 16])
-        t1 = clock()
-        lazycv.materialize(*planes)
-        t2 = clock()
-        del planes
-        t[i] = (t1 - t0, t2 - t1, clock() - t2)
-    w1.sync()
-    wall = (clock() - t_all) / n * 1e6
-    t *= 1e6
-    print(f"W2 {h}x{w} on {lazycv.backend()}: {wall:.1f} us/frame wall; per frame p50 (p99) us: "
-          + ", ".join(f"{k} {np.percentile(t[:, j], 50):.1f} ({np.percentile(t[:, j], 99):.1f})"
-                      for j, k in enumerate(["record 6 calls", "materialize", "release"])))
+    line = common.host_phases(lambda i: calls(gpus[i % 16]), args.frames, w1.sync,
+                              ["record 6 calls", "materialize", "release"])
+    print(f"W2 {h}x{w} on {lazycv.backend()}: {line}")
     _launch_pieces(lazycv, calls, gpus)
     cProfile.runctx("for i in range(500): lazycv.materialize(*calls(gpus[i % 16]))", globals(),
                     {"lazycv": lazycv, "calls": calls, "gpus": gpus}, "/tmp/w2.prof")
@@ -92,24 +78,24 @@ def _launch_pieces(lazycv, calls, gpus):
     from lazycv.backends.cuda import _grid
     grid, full = _grid(H, W), (H, W) + tuple(args)
     launcher = be.launcher(compiled, H, W)
-    clock, n = time.perf_counter, 2000
-    t0 = clock()
-    for _ in range(n):
-        direct.slots.write(full)
-    t1 = clock()
-    for _ in range(n):
-        direct.cu_launch(direct.cufunc, grid[0], grid[1], grid[2], 32, 4, 1, 0, 0, direct.slots.pointers, 0)
-    t2 = clock()
-    for _ in range(n):
-        be.launch(compiled, H, W, args)
-    t3 = clock()
-    for _ in range(n if launcher is not None else 0):
-        launcher(tuple(args))
-    t4 = clock()
+    clock, n, rest = time.perf_counter, 2000, tuple(args)
+
+    def per_launch(step):
+        """µs a call of ``step`` over n calls, the GPU idle before (n launches back to back fill
+        the launch queue, and a later loop would wait for an earlier one's kernels)."""
+        be.synchronize()
+        t0 = clock()
+        for _ in range(n):
+            step()
+        return (clock() - t0) / n * 1e6
+    write = per_launch(lambda: direct.slots.write(full))
+    driver = per_launch(lambda: direct.cu_launch(direct.cufunc, grid[0], grid[1], grid[2], 32, 4, 1, 0, 0,
+                                                 direct.slots.pointers, 0))
+    chain = per_launch(lambda: be.launch(compiled, H, W, args))
+    own = per_launch(lambda: launcher(rest)) if launcher is not None else None
     be.synchronize()
-    print(f"launch pieces, us each: slots.write {(t1 - t0) / n * 1e6:.2f}, cuLaunchKernel "
-          f"{(t2 - t1) / n * 1e6:.2f}, backend launch {(t3 - t2) / n * 1e6:.2f}, program launcher "
-          + (f"{(t4 - t3) / n * 1e6:.2f}" if launcher is not None else "none") + f" ({len(full)} arguments)")
+    print(f"launch pieces, us each: slots.write {write:.2f}, cuLaunchKernel {driver:.2f}, backend launch "
+          f"{chain:.2f}, program launcher " + (f"{own:.2f}" if own is not None else "none") + f" ({len(full)} arguments)")
 
 
 if __name__ == "__main__":

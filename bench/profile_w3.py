@@ -9,12 +9,12 @@ import argparse
 import cProfile
 import pstats
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 
 
 def main():
@@ -43,25 +43,11 @@ def main():
     for _ in range(30):
         lazycv.materialize(*calls())
     w1.sync()
-    clock, n = time.perf_counter, args.frames
     hot = lazycv.recipes._hotpath
     hits = hot.recipe_hits() if hot is not None else None
-    t = np.zeros((n, 3))
-    t_all = clock()
-    for i in range(n):
-        t0 = clock()
-        planes = calls()
-        t1 = clock()
-        lazycv.materialize(*planes)
-        t2 = clock()
-        del planes
-        t[i] = (t1 - t0, t2 - t1, clock() - t2)
-    w1.sync()
-    wall = (clock() - t_all) / n * 1e3
-    t *= 1e3
-    print(f"W3 on {lazycv.backend()}: {wall:.3f} ms/frame wall; per frame p50 (p99) ms: "
-          + ", ".join(f"{k} {np.percentile(t[:, j], 50):.3f} ({np.percentile(t[:, j], 99):.3f})"
-                      for j, k in enumerate(["record 350 calls", "materialize", "release"])))
+    n = args.frames
+    line = common.host_phases(lambda i: calls(), n, w1.sync, ["record 350 calls", "materialize", "release"], "ms")
+    print(f"W3 on {lazycv.backend()}: {line}")
     if hits is not None:
         now = hot.recipe_hits()
         print("recipes a frame: " + ", ".join(f"{k} {(now[k] - hits[k]) / n:.1f}" for k in now))
