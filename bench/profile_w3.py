@@ -32,13 +32,7 @@ def main():
     g.upload(frame)
 
     def calls():
-        outs = []
-        for x, y, w, h in rois:
-            c = cv2.cuda_GpuMat(g, (x, y, w, h))
-            f = cv2.cuda.resize(c, (64, 128)).convertTo(cv2.CV_32FC3)
-            f = cv2.cuda.divide(cv2.cuda.subtract(cv2.cuda.multiply(f, w34.MUL), w34.MEAN), w34.STD)
-            outs.append(cv2.cuda.split(f))
-        return [p for o in outs for p in o]
+        return [p for o in w34.w3_calls(g, rois) for p in o]
 
     for _ in range(30):
         lazycv.materialize(*calls())

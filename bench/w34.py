@@ -33,6 +33,22 @@ def rois_for(n, h, w, seed=0):
     return out
 
 
+def w3_calls(g, rois):
+    """W3's loop as a user writes it: per ROI of the uploaded frame ``g``, seven cv2.cuda
+    calls; each ROI's three pending planes."""
+    import cv2
+    outs = []
+    for x, y, w, h in rois:
+        c = cv2.cuda_GpuMat(g, (x, y, w, h))
+        r = cv2.cuda.resize(c, (64, 128))
+        f = r.convertTo(cv2.CV_32FC3)
+        f = cv2.cuda.multiply(f, MUL)
+        f = cv2.cuda.subtract(f, MEAN)
+        f = cv2.cuda.divide(f, STD)
+        outs.append(cv2.cuda.split(f))
+    return outs
+
+
 def w3_lazycv(frame, rois, fuse):
     import cv2
     import lazycv
@@ -41,15 +57,7 @@ def w3_lazycv(frame, rois, fuse):
     g.upload(frame)
 
     def run():
-        outs = []
-        for x, y, w, h in rois:
-            c = cv2.cuda_GpuMat(g, (x, y, w, h))
-            r = cv2.cuda.resize(c, (64, 128))
-            f = r.convertTo(cv2.CV_32FC3)
-            f = cv2.cuda.multiply(f, MUL)
-            f = cv2.cuda.subtract(f, MEAN)
-            f = cv2.cuda.divide(f, STD)
-            outs.append(cv2.cuda.split(f))
+        outs = w3_calls(g, rois)
         lazycv.materialize(*[p for o in outs for p in o])
         return outs
     return run
