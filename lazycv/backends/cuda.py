@@ -835,7 +835,8 @@ class _DirectLaunch:
         self.launch_fn(core_stream, config, self.cukernel, *params)
 
     def c_address(self):
-        """The kernel's address for _hotpath's C launch (0 where it cannot serve it)."""
+        """The kernel's address for _hotpath's C launch (0 where it cannot serve it), the
+        kernel's loaded function looked up first."""
         if self.mode != "driver":
             return 0
         if self.cufunc is None:
@@ -845,18 +846,16 @@ class _DirectLaunch:
         return self.cufunc_address
 
     def _launch_driver(self, grid, args, stream):
-        if self.cufunc is None:
-            self.cufunc = _cu_function(self.kernel._codelibrary.get_cufunc().handle)
+        address = self.c_address()             # (the loaded function too, which both paths call)
         handle = 0 if stream is None else int(stream.handle or 0)
-        if HOT_LAUNCH is not None:
+        if HOT_LAUNCH is not None and address:
             # the slots written and the driver called in C (W2: 6 µs a launch in Python)
-            if self.c_address():
-                err = HOT_LAUNCH(_DRIVER_LAUNCH[0], self.cufunc_address, handle, tuple(grid) + BLOCK,
-                                 self.slots.ints, self.slots.pointers, self.slots.codes, tuple(args))
-                if err is not None:            # (None: an argument the Python path writes)
-                    if err:
-                        raise RuntimeError(f"lazycv: cuLaunchKernel failed: CUresult {err}")
-                    return
+            err = HOT_LAUNCH(_DRIVER_LAUNCH[0], address, handle, tuple(grid) + BLOCK,
+                             self.slots.ints, self.slots.pointers, self.slots.codes, tuple(args))
+            if err is not None:                # (None: an argument the Python path writes)
+                if err:
+                    raise RuntimeError(f"lazycv: cuLaunchKernel failed: CUresult {err}")
+                return
         self.slots.write(args)
         err, = self.cu_launch(self.cufunc, grid[0], grid[1], grid[2], BLOCK[0], BLOCK[1], BLOCK[2], 0,
                               handle, self.slots.pointers, 0)
