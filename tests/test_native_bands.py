@@ -200,3 +200,39 @@ def test_a_big_upload_and_a_region_download_go_through_native_copies(rng, be, sp
     np.testing.assert_array_equal(g.download(), host)
     np.testing.assert_array_equal(cv2.cuda_GpuMat(g, (20, 30, 660, 560)).download(), host[30:590, 20:680])
     assert spy.copies == [(4, True)] * 3
+
+
+def _frame_in_child(host, conn):
+    """A forked child's big frames (run in a process forked after the parent used the pool)."""
+    try:
+        be = runtime.backend()
+        be.threads = 4
+        std = _std()
+        planes = [_w1(upload(host), std) for _ in range(3)][-1]
+        conn.send((planes, cpu_native.BANDS.threads()))
+    except BaseException as e:      # noqa: BLE001 - reported to the parent
+        conn.send(e)
+    finally:
+        conn.close()
+
+
+def test_a_forked_child_starts_its_own_pool(rng, be):
+    """A process forked after the parent ran native bands (a DataLoader's workers) runs its own
+    big frames: the parent's workers are not in the child, which starts new ones."""
+    import multiprocessing
+    host = rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)
+    std = _std()
+    for _ in range(3):
+        want = _w1(upload(host), std)
+    assert cpu_native.BANDS.threads() >= 1
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    p = ctx.Process(target=_frame_in_child, args=(host, child))
+    p.start()
+    got = parent.recv() if parent.poll(120) else TimeoutError("the forked child gave no answer")
+    p.join(30)
+    assert not isinstance(got, BaseException), got
+    planes, threads = got
+    for a, b in zip(planes, want):
+        np.testing.assert_array_equal(a, b)
+    assert threads >= 1 and p.exitcode == 0
