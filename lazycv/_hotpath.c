@@ -36,6 +36,10 @@ static PyTypeObject *SingleT;                  /* program.SingleFlushProgram (ru
 static PyObject *SINGLE_RUN;                   /* program.RUN_IN_C: the run run_single stands in for */
 static Py_ssize_t F_backend, F_binds, F_ops_fused, F_compiled, F_rows, F_cols, F_recipe, F_memo, F_shapes,
     F_slab, F_results, F_launcher;
+static Py_buffer SINCE_VIEW;                   /* STATE._since, an int64 array of one: since_flush */
+static long long *SINCE;
+static uint64_t local_tid;                   /* thread_attr's: the thread, and its dict of ir._THREAD */
+static PyObject *local_dict;
 static uint64_t pending_tid;                 /* thread_pending's: the thread, and its list */
 static PyObject *pending_list;
 static PyObject *recipes_dict, *streams_dict, *RECIPES, *NOTED, *MISS, *RUN, *LIMIT_NAME, *TRIES_NAME;
@@ -49,7 +53,7 @@ static PyObject *s_ENABLED, *s_CHECK, *s_RECORD_ON, *s_any_shared, *s__value, *s
 static PyObject *s_written, *s_capture, *s_threads, *s_fuse, *s_plans, *s__replays, *s_program, *s_key,
     *s_move_to_end, *s_new_recording, *s_stats, *s_plan_hits, *s__run_program,
     *s__let_go_of_history, *s__flush_planned, *ONE, *REPLAY_KEY;
-static PyObject *s_rec, *s_device, *s_pending, *s_since_flush, *s_first_seen, *s_close,
+static PyObject *s_name, *s_rec, *s_device, *s_pending, *s_since_flush, *s_first_seen, *s_close,
     *s_MULTI_DEVICE, *s_AUTO_FLUSH_OPS, *s_flush, *s_LIMIT;
 
 /* slot offsets */
@@ -207,6 +211,22 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
     Py_INCREF(STATE); Py_INCREF(THREAD_PENDING_OWNER); Py_INCREF(IR_THREAD); Py_INCREF(RECORDED);
     Py_INCREF(READERS); Py_INCREF(PRUNE_READERS);
     PLAIN = plain; Py_INCREF(plain);
+    Py_CLEAR(local_dict);                                      /* (another _THREAD's dicts) */
+    if (SINCE != NULL) {
+        PyBuffer_Release(&SINCE_VIEW);
+        SINCE = NULL;
+    }
+    PyObject *since = PyObject_GetAttrString(STATE, "_since");
+    int bad = since == NULL || PyObject_GetBuffer(since, &SINCE_VIEW, PyBUF_WRITABLE | PyBUF_FORMAT) < 0;
+    Py_XDECREF(since);
+    if (bad)
+        return NULL;
+    if (SINCE_VIEW.itemsize != 8 || SINCE_VIEW.len < 8 || SINCE_VIEW.format == NULL || strcmp(SINCE_VIEW.format, "q") != 0) {
+        PyBuffer_Release(&SINCE_VIEW);
+        PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.bind: runtime.STATE._since is not an int64 array");
+        return NULL;
+    }
+    SINCE = (long long *)SINCE_VIEW.buf;
     Py_RETURN_NONE;
 }
 
@@ -469,6 +489,9 @@ static inline Place *place_of(PyObject *fn, Py_ssize_t at) {
     return &PLACES[(h ^ (h >> 10)) & (PLACES_SIZE - 1)];
 }
 
+#define TOKENS_SIZE 2048
+static PyObject *TOKENS[TOKENS_SIZE];
+
 static void memo_clear(void) {
     for (int i = 0; i < MEMO_SIZE; i++) {
         Py_CLEAR(MEMO[i].fn);
@@ -476,6 +499,8 @@ static void memo_clear(void) {
         Py_CLEAR(MEMO[i].recipe);
         MEMO[i].used = 0;
     }
+    for (int i = 0; i < TOKENS_SIZE; i++)
+        Py_CLEAR(TOKENS[i]);
     for (int i = 0; i < PLACES_SIZE; i++) {
         Py_CLEAR(PLACES[i].fn);
         Py_CLEAR(PLACES[i].sig);
@@ -607,6 +632,79 @@ static int sig_matches(PyObject *sig, PyObject *pos, PyObject *kw) {
     return j == PyTuple_GET_SIZE(sig);
 }
 
+/* ir._THREAD.<name> (new ref): read from the calling thread's dict of the thread-local, kept by
+ * the thread's id as thread_pending keeps its list. The thread-local's own look-up (finding the
+ * thread's dict, then the type's attributes) cost about 4 % of a W3 frame, once per node. */
+static PyObject *thread_attr(PyObject *name) {
+    uint64_t tid = PyThreadState_GetID(PyThreadState_Get());
+    if (local_dict == NULL || local_tid != tid) {
+        PyObject *d = PyObject_GetAttr(IR_THREAD, s___dict__);
+        if (d == NULL)
+            return NULL;
+        if (!PyDict_CheckExact(d)) {
+            Py_DECREF(d);
+            return PyObject_GetAttr(IR_THREAD, name);
+        }
+        Py_XSETREF(local_dict, d);
+        local_tid = tid;
+    }
+    PyObject *v = PyDict_GetItemWithError(local_dict, name);
+    if (v == NULL)
+        return PyErr_Occurred() ? NULL : PyObject_GetAttr(IR_THREAD, name);
+    Py_INCREF(v);
+    return v;
+}
+
+/* The token last recorded at each position of a recording (by position, direct-mapped). A loop
+ * records the same tokens at the same positions frame after frame: a token equal to the one
+ * kept is reused instead of made, so the flush's replay key compares this frame's tokens with
+ * the remembered key's by identity (W3: 450 tokens a frame, their comparison and their tuples
+ * about 5 % of a frame). recipes.forget() empties it with the recipe tables (TOKENS, above
+ * memo_clear). */
+
+/* a token's item equal to another's: the same object, equal exact ints, or tuples of those */
+static int same_item(PyObject *a, PyObject *b, int depth) {
+    if (a == b)
+        return 1;
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b))
+        return PyObject_RichCompareBool(a, b, Py_EQ) == 1;
+    if (depth == 0 && PyTuple_CheckExact(a) && PyTuple_CheckExact(b) && PyTuple_GET_SIZE(a) == PyTuple_GET_SIZE(b)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++)
+            if (!same_item(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i), 1))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* the token (items[0..n)) recorded at position ``pos``: the kept one where equal, else a new
+ * tuple, kept. New ref. (An error from a comparison leaves the items unequal: cleared.) */
+static PyObject *token_at(Py_ssize_t pos, PyObject *const *items, Py_ssize_t n) {
+    PyObject **kept = &TOKENS[pos & (TOKENS_SIZE - 1)];
+    PyObject *t = *kept;
+    if (t != NULL && PyTuple_GET_SIZE(t) == n) {
+        Py_ssize_t i = 0;
+        while (i < n && same_item(PyTuple_GET_ITEM(t, i), items[i], 0))
+            i++;
+        if (PyErr_Occurred())
+            PyErr_Clear();
+        else if (i == n) {
+            Py_INCREF(t);
+            return t;
+        }
+    }
+    t = PyTuple_New(n);
+    if (t == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(items[i]);
+        PyTuple_SET_ITEM(t, i, items[i]);
+    }
+    Py_INCREF(t);
+    Py_XSETREF(*kept, t);
+    return t;
+}
+
 /* ------------------------------------------------------------------ node */
 static PyObject *deref(PyObject *wr);
 
@@ -684,11 +782,12 @@ static PyObject *first_seen(PyObject *rec, PyObject *v) {
         put_slot(rec, R_nbufs, next);
     }
     /* Recording.add(v, (number, depth, cn, rows, cols)) */
-    token = PyTuple_Pack(5, number, SLOT(v, S_depth), SLOT(v, S_cn), SLOT(v, S_rows), SLOT(v, S_cols));
+    PyObject *objs = SLOT(rec, R_objs), *tokens = SLOT(rec, R_tokens);
+    PyObject *const items[5] = {number, SLOT(v, S_depth), SLOT(v, S_cn), SLOT(v, S_rows), SLOT(v, S_cols)};
+    token = token_at(PyList_GET_SIZE(objs), items, 5);
     if (token == NULL)
         goto done;
     untrack(token);                                            /* (ints) */
-    PyObject *objs = SLOT(rec, R_objs), *tokens = SLOT(rec, R_tokens);
     if ((pos = PyLong_FromSsize_t(PyList_GET_SIZE(objs))) == NULL)
         goto done;
     if ((wv = PyWeakref_NewRef(v, NULL)) == NULL)
@@ -740,22 +839,21 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (multi == NULL && PyErr_Occurred())
         goto fail;
     if (multi != NULL && PyObject_IsTrue(multi)) {
-        PyObject *dev = PyObject_GetAttr(IR_THREAD, s_device);
+        PyObject *dev = thread_attr(s_device);
         if (dev == NULL)
             goto fail;
         put_slot(self, N_device, dev);
     }
     long h = 0;
-    rec = PyObject_GetAttr(IR_THREAD, s_rec);
+    rec = thread_attr(s_rec);
     if (rec == NULL)
         goto fail;
     int recording = SLOT(rec, R_open) != NULL && PyObject_IsTrue(SLOT(rec, R_open));
     gen = SLOT(rec, R_gen);
     Py_XINCREF(gen);
-    refs = PyList_New(0);
-    if (refs == NULL)
-        goto fail;
     Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+    if (recording && (refs = PyTuple_New(n)) == NULL)     /* (each input's position: the token's refs) */
+        goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = PyTuple_GET_ITEM(inputs, i);
         if (Py_TYPE(v) == NodeT) {
@@ -799,8 +897,7 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
                 if (ref == NULL)
                     goto fail;
             }
-            if (append_new(refs, ref) < 0)
-                goto fail;
+            PyTuple_SET_ITEM(refs, i, ref);
         }
     }
     PyObject *hobj = PyLong_FromLong(h);
@@ -820,12 +917,9 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
             goto fail;
         if (PyList_Append(objs, me) < 0)
             goto fail;
-        PyObject *rt = PyList_AsTuple(refs);
-        if (rt == NULL)
-            goto fail;
-        untrack(rt);                                       /* (ints) */
-        token = PyTuple_Pack(8, op, stat, depth, cn, rows, cols, hobj, rt);
-        Py_DECREF(rt);
+        untrack(refs);                                     /* (ints) */
+        PyObject *const items[8] = {op, stat, depth, cn, rows, cols, hobj, refs};
+        token = token_at(p, items, 8);
         if (token == NULL || PyList_Append(tokens, token) < 0)
             goto fail;
         if (plain)
@@ -842,7 +936,7 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     Py_XDECREF(token);
     Py_XDECREF(me);
     Py_XDECREF(gen);
-    Py_DECREF(refs);
+    Py_XDECREF(refs);
     Py_DECREF(rec);
     return self;
 fail:
@@ -905,20 +999,7 @@ static PyObject *lazy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     Py_DECREF(pending);
     if (r < 0)
         goto fail;
-    PyObject *since = PyObject_GetAttr(STATE, s_since_flush);
-    if (since == NULL)
-        goto fail;
-    long count = PyLong_AsLong(since) + 1;
-    Py_DECREF(since);
-    if (count == 0 && PyErr_Occurred())
-        goto fail;
-    PyObject *c = PyLong_FromLong(count);
-    if (c == NULL)
-        goto fail;
-    r = PyObject_SetAttr(STATE, s_since_flush, c);
-    Py_DECREF(c);
-    if (r < 0)
-        goto fail;
+    long long count = ++*SINCE;                            /* (STATE.since_flush) */
     PyObject *limit = PyDict_GetItemWithError(runtime_dict, s_AUTO_FLUSH_OPS);
     if (limit == NULL) {
         if (!PyErr_Occurred())
@@ -999,7 +1080,7 @@ static PyObject *constant_node(PyObject *m, PyObject *alloc) {
     if (nd != md || ncn != mcn || !(y0 <= my && my + mr <= y0 + ny && x0 <= mx && mx + mc <= x0 + nx))
         return NULL;                                   /* (not the fill's region: its memory) */
     if (last != Py_None && SLOT(last, N_result) == Py_None) {
-        PyObject *rec = PyObject_GetAttr(IR_THREAD, s_rec);
+        PyObject *rec = thread_attr(s_rec);
         if (rec == NULL)
             return NULL;
         int same = SLOT(last, N_rgen) != NULL && SLOT(rec, R_gen) != NULL ?
@@ -1126,7 +1207,7 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
             goto replay;
         }
         /* else the recipe this function's call took at this place of the last recording */
-        PyObject *rec = PyObject_GetAttr(IR_THREAD, s_rec);
+        PyObject *rec = thread_attr(s_rec);
         if (rec == NULL)
             return NULL;
         PyObject *objs = SLOT(rec, R_objs);
@@ -1238,7 +1319,9 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
     }
 replay:
     Py_INCREF(recipe);
-    PyObject *values = pos, *made = NULL, *outs = NULL, *result = NULL;
+    PyObject *values = pos, *outs = NULL, *result = NULL;
+    PyObject *made_here[16], **made = made_here;            /* the nodes made, by the recipe's order */
+    Py_ssize_t nmade = 0;
     Py_INCREF(values);
     if (kw != Py_None && PyDict_GET_SIZE(kw) > 0) {
         PyObject *kv = PyDict_Values(kw), *joined = NULL;
@@ -1260,9 +1343,11 @@ replay:
     if (multi < 0)
         goto done;
     Py_ssize_t nn = PyTuple_GET_SIZE(nodes), nv = PyTuple_GET_SIZE(values);
-    made = PyList_New(0);
-    if (made == NULL)
+    if (nn > 16 && (made = PyMem_Malloc(nn * sizeof(PyObject *))) == NULL) {
+        made = made_here;
+        PyErr_NoMemory();
         goto done;
+    }
     for (Py_ssize_t j = 0; j < nn; j++) {
         PyObject *t = PyTuple_GET_ITEM(nodes, j);            /* (op, static, dyn, rows, cols, depth, cn, refs) */
         PyObject *refs = PyTuple_GET_ITEM(t, 7);
@@ -1274,7 +1359,12 @@ replay:
             Py_ssize_t r = PyLong_AsSsize_t(PyTuple_GET_ITEM(refs, k));
             PyObject *v;
             if (r >= 0) {
-                v = PyList_GET_ITEM(made, r);
+                if (r >= nmade) {
+                    PyErr_SetString(PyExc_IndexError, "lazycv._hotpath.call: a recipe reads a node not made yet");
+                    Py_DECREF(inputs);
+                    goto done;
+                }
+                v = made[r];
                 Py_INCREF(v);
             } else {
                 Py_ssize_t at = ~r;
@@ -1296,8 +1386,9 @@ replay:
                                      PyTuple_GET_ITEM(t, 6)};
         PyObject *nd = node(mod, nargs8, 8);
         Py_DECREF(inputs);
-        if (nd == NULL || append_new(made, nd) < 0)
+        if (nd == NULL)
             goto done;
+        made[nmade++] = nd;
     }
     PyObject *record_on = PyDict_GetItemWithError(streams_dict, s_RECORD_ON);
     if (record_on == NULL) {
@@ -1308,7 +1399,7 @@ replay:
     Py_INCREF(record_on);
     PyObject *many = SLOT(recipe, P_many), *results = SLOT(recipe, P_results);
     if (many == Py_None) {
-        PyObject *const la[2] = {(PyObject *)GpuMatT, PyList_GET_ITEM(made, PyLong_AsSsize_t(results))};
+        PyObject *const la[2] = {(PyObject *)GpuMatT, made[PyLong_AsSsize_t(results)]};
         result = lazy(mod, la, 2);
         if (result != NULL) {
             set_slot(result, G_stream, record_on);
@@ -1322,7 +1413,7 @@ replay:
             for (Py_ssize_t i = 0; i < n; i++) {
                 PyObject *e = PyTuple_GET_ITEM(results, i), *o;
                 if (PyLong_Check(e)) {
-                    PyObject *const la[2] = {(PyObject *)GpuMatT, PyList_GET_ITEM(made, PyLong_AsSsize_t(e))};
+                    PyObject *const la[2] = {(PyObject *)GpuMatT, made[PyLong_AsSsize_t(e)]};
                     o = lazy(mod, la, 2);
                     if (o == NULL) { Py_CLEAR(outs); break; }
                     set_slot(o, G_stream, record_on);
@@ -1341,7 +1432,10 @@ replay:
     Py_DECREF(record_on);
 done:
     Py_XDECREF(outs);
-    Py_XDECREF(made);
+    for (Py_ssize_t j = 0; j < nmade; j++)
+        Py_DECREF(made[j]);
+    if (made != made_here)
+        PyMem_Free(made);
     Py_XDECREF(values);
     Py_DECREF(recipe);
     return result;
@@ -1437,7 +1531,7 @@ static PyObject *finish(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
     Py_ssize_t have = PyList_GET_SIZE(computed);
     if (PyList_SetSlice(computed, have, have, nodes) < 0)
         return NULL;
-    PyObject *device = PyObject_GetAttr(IR_THREAD, s_device);
+    PyObject *device = thread_attr(s_device);
     if (device == NULL)
         return NULL;
     PyObject *allocs = PyDict_New();                       /* output index -> its Allocation */
@@ -1479,7 +1573,7 @@ static PyObject *finish(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
                                    (PyList_Check(views) && PyList_GET_SIZE(views) == 0));
         if (plain && nd != Py_None && Py_TYPE(nd) == NodeT) {
             /* a fill remembers its value (GpuMat._bind_result): only through Python */
-            PyObject *name = PyObject_GetAttrString(SLOT(nd, N_op), "name");
+            PyObject *name = PyObject_GetAttr(SLOT(nd, N_op), s_name);
             if (name == NULL)
                 goto done;
             int fill = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "fill") == 0;
@@ -1619,7 +1713,7 @@ static PyObject *new_recording(PyObject *mod, PyObject *unused) {
             PyErr_SetString(PyExc_RuntimeError, "lazycv._hotpath: ir.OPEN, _GENERATIONS or _OPEN_PRUNE is missing");
         return NULL;
     }
-    PyObject *done = PyObject_GetAttr(IR_THREAD, s_rec);
+    PyObject *done = thread_attr(s_rec);
     if (done == NULL)
         return NULL;
     PyObject *rec = RecordingT->tp_alloc(RecordingT, 0), *gen = NULL, *wr = NULL;
@@ -2014,6 +2108,64 @@ done:
     return r;
 }
 
+/* A set of objects by identity, for a flush's bookkeeping: open addressing over a power-of-two
+ * table (on the stack up to PTRSET_STACK slots). runtime._flush keeps sets of ids; one made
+ * of Python ints cost about 3 % of a W3 frame (150 results). */
+#define PTRSET_STACK 512
+typedef struct { void **slots; Py_ssize_t mask, size; void *stack[PTRSET_STACK]; } PtrSet;
+
+static int ptrset_init(PtrSet *s, Py_ssize_t most) {
+    Py_ssize_t cap = 16;
+    while (cap < 2 * most + 2)
+        cap *= 2;
+    s->size = 0;
+    s->mask = cap - 1;
+    s->slots = cap <= PTRSET_STACK ? s->stack : PyMem_Calloc(cap, sizeof(void *));
+    if (s->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (s->slots == s->stack)
+        memset(s->stack, 0, cap * sizeof(void *));
+    return 0;
+}
+
+static void ptrset_free(PtrSet *s) {
+    if (s->slots != NULL && s->slots != s->stack)
+        PyMem_Free(s->slots);
+    s->slots = NULL;
+}
+
+/* 1 where ``p`` was added, 0 where it was there (the table holds at most ``most`` of ptrset_init) */
+static int ptrset_add(PtrSet *s, void *p, int add) {
+    uintptr_t h = (uintptr_t)p >> 4;
+    for (Py_ssize_t i = (h ^ (h >> 9)) & s->mask;; i = (i + 1) & s->mask) {
+        if (s->slots[i] == p)
+            return 0;
+        if (s->slots[i] == NULL) {
+            if (add) {
+                s->slots[i] = p;
+                s->size++;
+            }
+            return 1;
+        }
+    }
+}
+
+/* the set's objects as Python's set of their ids (runtime._flush's ``requested``). New ref. */
+static PyObject *ptrset_ids(PtrSet *s) {
+    PyObject *ids = PySet_New(NULL);
+    for (Py_ssize_t i = 0; ids != NULL && i <= s->mask; i++) {
+        if (s->slots[i] == NULL)
+            continue;
+        PyObject *id = PyLong_FromVoidPtr(s->slots[i]);
+        if (id == NULL || PySet_Add(ids, id) < 0)
+            Py_CLEAR(ids);
+        Py_XDECREF(id);
+    }
+    return ids;
+}
+
 /* runtime.flush(requested)'s work (runtime._flush) when the calling thread's results are all
  * there is: its live pending results, their owners, the replay key (plancache.PlanCache.
  * replay_key) and the remembered flush; then a new recording, the counts, and the remembered
@@ -2031,7 +2183,9 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
     PyObject *requested = PySequence_Fast(args[0], "flush_alone: requested must be a sequence");
     if (requested == NULL)
         return NULL;
-    PyObject *result = NULL, *pending = NULL, *mats = NULL, *have = NULL, *req = NULL, *rec = NULL;
+    PyObject *result = NULL, *pending = NULL, *mats = NULL, *req = NULL, *rec = NULL;
+    PtrSet have, asked_for;                                /* (the owners taken; the requested ones) */
+    have.slots = asked_for.slots = NULL;
     PyObject *live = NULL, *key = NULL, *replay = NULL, *program = NULL, *ended = NULL, *r = NULL, *stats = NULL;
     /* what the Python path handles */
     int multi = flag(ir_dict, s_MULTI_DEVICE);
@@ -2060,14 +2214,12 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_DECREF(threads);
     if (!alone || !PyList_Check(pending))
         goto python;
-    rec = PyObject_GetAttr(IR_THREAD, s_rec);
+    rec = thread_attr(s_rec);
     if (rec == NULL)
         goto fail;
     /* runtime.live_pending(everyone=False), for one thread: the live mats, dead references dropped */
     mats = PyList_New(0);
-    have = PySet_New(NULL);
-    req = PySet_New(NULL);
-    if (mats == NULL || have == NULL || req == NULL)
+    if (mats == NULL)
         goto fail;
     Py_ssize_t n = PyList_GET_SIZE(pending);
     PyObject *alive = PyList_New(0), *refs = PyList_New(0);
@@ -2104,6 +2256,10 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
     }
     /* owners, deduplicated: the live mats, then the requested ones (runtime._flush) */
     Py_ssize_t nreq = PySequence_Fast_GET_SIZE(requested);
+    if (ptrset_init(&have, PyList_GET_SIZE(alive) + nreq) < 0 || ptrset_init(&asked_for, nreq) < 0) {
+        Py_DECREF(alive);
+        goto fail;
+    }
     for (int group = 0; group < 2; group++) {
         Py_ssize_t count = group == 0 ? PyList_GET_SIZE(alive) : nreq;
         for (Py_ssize_t i = 0; i < count; i++) {
@@ -2125,19 +2281,9 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
                 }
                 nd = SLOT(m, G_node);
             }
-            PyObject *id = PyLong_FromVoidPtr(m);
-            if (id == NULL) {
-                Py_DECREF(alive);
-                goto fail;
-            }
-            int bad = group == 1 && PySet_Add(req, id) < 0;
-            if (!bad && nd != NULL && nd != Py_None) {
-                int seen = PySet_Contains(have, id);
-                bad = seen < 0;
-                if (!bad && !seen)
-                    bad = PySet_Add(have, id) < 0 || PyList_Append(mats, m) < 0;
-            }
-            Py_DECREF(id);
+            if (group == 1)
+                ptrset_add(&asked_for, m, 1);
+            int bad = nd != NULL && nd != Py_None && ptrset_add(&have, m, 1) && PyList_Append(mats, m) < 0;
             if (bad) {
                 Py_DECREF(alive);
                 goto fail;
@@ -2167,13 +2313,7 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
         Py_ssize_t rpos = PyLong_AsSsize_t(p);
         if (rpos == -1 && PyErr_Occurred())
             goto fail;
-        PyObject *id = PyLong_FromVoidPtr(m);
-        if (id == NULL)
-            goto fail;
-        int asked = PySet_Contains(req, id);
-        Py_DECREF(id);
-        if (asked < 0)
-            goto fail;
+        int asked = !ptrset_add(&asked_for, m, 0);
         PyObject *alloc = SLOT(m, G_alloc);
         PyObject *v = PyLong_FromSsize_t(rpos * 4 + (alloc != NULL && alloc != Py_None) * 2 + asked);
         if (v == NULL)
@@ -2221,7 +2361,7 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.flush_alone: STATE.stats is not a dict");
         Py_CLEAR(stats);
     }
-    if (stats == NULL || count_recorded(stats) < 0 || PyObject_SetAttr(STATE, s_since_flush, INT0) < 0) {
+    if (stats == NULL || count_recorded(stats) < 0 || (*SINCE = 0)) {
         Py_XDECREF(replays);
         goto fail;
     }
@@ -2282,6 +2422,8 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
     }
     if ((fn = runtime_fn(s__flush_planned)) == NULL)
         goto fail;
+    if ((req = ptrset_ids(&asked_for)) == NULL)
+        goto fail;
     PyObject *const rest[5] = {ended, mats, req, key != NULL ? key : Py_None, replay != NULL ? replay : Py_None};
     if ((r = PyObject_Vectorcall(fn, rest, 5, NULL)) == NULL)
         goto fail;
@@ -2302,7 +2444,8 @@ done:
     Py_XDECREF(requested);
     Py_XDECREF(pending);
     Py_XDECREF(mats);
-    Py_XDECREF(have);
+    ptrset_free(&have);
+    ptrset_free(&asked_for);
     Py_XDECREF(req);
     Py_XDECREF(rec);
     Py_XDECREF(live);
@@ -3281,7 +3424,7 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     ZERO = Py_BuildValue("(s)", "0.0");
     NEG_ZERO = Py_BuildValue("(s)", "-0.0");
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
-    INTERN(s_rec, "rec"); INTERN(s_device, "device"); INTERN(s_pending, "pending");
+    INTERN(s_name, "name"); INTERN(s_rec, "rec"); INTERN(s_device, "device"); INTERN(s_pending, "pending");
     INTERN(s_since_flush, "since_flush"); INTERN(s_first_seen, "first_seen"); INTERN(s_close, "close");
     INTERN(s_MULTI_DEVICE, "MULTI_DEVICE"); INTERN(s_AUTO_FLUSH_OPS, "AUTO_FLUSH_OPS"); INTERN(s_flush, "flush");
     INTERN(s_LIMIT, "LIMIT"); INTERN(s_ENABLED, "ENABLED"); INTERN(s_CHECK, "CHECK");

@@ -15,6 +15,7 @@ Memory-order rules (what makes lazy execution equal eager execution):
   the live ones that no other live pending result consumes (*sinks*) are written, so
   intermediates a user merely kept a name for do not cost memory traffic.
 """
+import array
 import contextlib
 import os
 import sys
@@ -59,7 +60,7 @@ class State:
         self.plans = PlanCache()
         # arrays download() hands out: recycled warm memory (memory.host_pool)
         self.host_arrays = host_pool(pool_cap("LAZYCV_HOST_POOL_MB", 1024, host_free_bytes), exposed=True)
-        self.since_flush = 0                 # calls recorded since the last flush (AUTO_FLUSH_OPS)
+        self._since = array.array("q", [0])  # since_flush's count (lazycv/_hotpath.c counts it in place)
         # stats: the node number (ir.Node.seq) up to which ops_recorded has counted, and the one
         # at the last reset_stats() (ops_fused counts only ops recorded after it)
         self.seq_counted = self.fused_after = next(ir._RECORDED)
@@ -71,6 +72,15 @@ class State:
         # streams of other code (wrapStream) that calls named since the last flush, by id:
         # each waits for the flush's launches (foreign_stream_call)
         self.foreign_streams = {}
+
+    @property
+    def since_flush(self):
+        """Calls recorded since the last flush (AUTO_FLUSH_OPS)."""
+        return self._since[0]
+
+    @since_flush.setter
+    def since_flush(self, n):
+        self._since[0] = n
 
     @property
     def backend(self):

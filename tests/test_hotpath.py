@@ -1095,3 +1095,85 @@ def test_a_one_kernel_program_that_fails_in_c_leaves_the_flush_as_python_does(mo
     again = _w2_frames(1, frame, std)
     for k in range(3):
         np.testing.assert_array_equal(again[0][k], first[k])
+
+
+def test_a_repeated_loop_records_the_same_token_objects_and_a_changed_call_its_own():
+    """A loop's frame records, position by position, tokens equal to the last frame's: the C
+    recording reuses those objects (the replay key then compares by identity). A call that
+    changed (another crop size) records a new token, and the flush computes what CPU OpenCV
+    computes; recipes.forget() lets the kept tokens go."""
+    if recipes._hotpath is None:
+        pytest.skip("LAZYCV_HOTPATH=0: recipes are replayed in Python")
+    host = np.arange(20 * 24 * 3, dtype=np.uint8).reshape(20, 24, 3)
+    g = upload(host)
+
+    def frame(rois):
+        outs = [cv2.cuda.multiply(cv2.cuda.resize(cv2.cuda_GpuMat(g, r), (5, 4)), (3, 3, 3)) for r in rois]
+        tokens = list(ir.recording().tokens)
+        lazycv.materialize(*outs)
+        for (x, y, w, h), o in zip(rois, outs):
+            want = cv2.resize(host[y:y + h, x:x + w], (5, 4))
+            np.testing.assert_array_equal(o.download(), cv2.multiply(want, np.full_like(want, 3)))
+        return tokens
+    rois = [(0, 0, 7, 5), (3, 2, 11, 9), (10, 4, 6, 13)]
+    for _ in range(3):
+        frame(rois)
+    one, two = frame(rois), frame(rois)
+    assert len(one) == len(two) == 3 * len(rois)
+    assert all(a is b for a, b in zip(one, two))
+    changed = frame(rois[:1] + [(3, 2, 12, 9)] + rois[2:])
+    # (the crop's source token changed; the resize's names only its output size and input)
+    assert [a is b for a, b in zip(one, changed)] == [True] * 3 + [False] + [True] * 5
+    assert changed[3] == (0, 0, 3, 9, 12) and changed[4][7] == (3,)
+    recipes.forget()
+    assert not any(a is b for a, b in zip(one, frame(rois)))
+
+
+def test_a_flush_of_many_results_and_requested_views_serves_each_once():
+    """A flush of more pending results than the C flush's sets hold on the stack (600), some
+    requested twice or through a ROI view of a pending result: each is computed once, as CPU
+    OpenCV computes it, on the first frame and on the replayed ones."""
+    host = np.arange(6 * 7, dtype=np.uint8).reshape(6, 7)
+    g = upload(host)
+    for _ in range(3):
+        outs = [cv2.cuda.add(g, (k % 200,)) for k in range(600)]
+        views = [cv2.cuda_GpuMat(outs[k], (1, 1, 3, 2)) for k in range(0, 600, 50)]
+        before = lazycv.stats()["flushes"]
+        lazycv.materialize(*outs[::7], *outs[::7], *views)
+        assert lazycv.stats()["flushes"] == before + 1
+        for k in range(0, 600, 37):
+            np.testing.assert_array_equal(outs[k].download(), cv2.add(host, np.full_like(host, k % 200)))
+        for k, v in zip(range(0, 600, 50), views):
+            np.testing.assert_array_equal(v.download(), cv2.add(host, np.full_like(host, k % 200))[1:3, 1:4])
+
+
+def test_each_thread_records_into_its_own_recording():
+    """The C recording reads the calling thread's recording (kept by the thread's id): calls
+    that alternate between two threads number their nodes in their own thread's recording."""
+    import threading
+    a = upload(np.arange(60, dtype=np.uint8).reshape(4, 5, 3))
+    for _ in range(3):
+        cv2.cuda.add(a, (1, 2, 3))
+    lazycv.materialize()
+    go, done, seen = threading.Event(), threading.Event(), {}
+
+    def worker():
+        go.wait(5)
+        m = cv2.cuda.add(a, (4, 2, 3))
+        seen["worker"] = (m, ir.recording())
+        done.set()
+        m.download()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    mine = cv2.cuda.add(a, (5, 2, 3))
+    go.set()
+    done.wait(5)
+    again = cv2.cuda.add(a, (6, 2, 3))                 # (the main thread's again, after the worker's)
+    t.join(10)
+    m, theirs = seen["worker"]
+    rec = ir.recording()
+    assert theirs is not rec
+    assert any(r() is mine._node for r in rec.objs) and any(r() is again._node for r in rec.objs)
+    assert not any(r() is mine._node for r in theirs.objs)
+    np.testing.assert_array_equal(again.download(), cv2.add(a.download(), np.broadcast_to(np.uint8([6, 2, 3]), (4, 5, 3))))
