@@ -705,6 +705,46 @@ static PyObject *token_at(Py_ssize_t pos, PyObject *const *items, Py_ssize_t n) 
     return t;
 }
 
+/* A node's token, (op, static, depth, cn, rows, cols, height, refs), at position ``pos``: the
+ * kept one where its first seven items and its refs (the inputs' positions, ``refs[0..nref)``)
+ * are equal, else a new one, kept. New ref. */
+static PyObject *node_token(Py_ssize_t pos, PyObject *const items[7], PyObject *const *refs, Py_ssize_t nref) {
+    PyObject *t = TOKENS[pos & (TOKENS_SIZE - 1)];
+    if (t != NULL && PyTuple_GET_SIZE(t) == 8) {
+        PyObject *kept = PyTuple_GET_ITEM(t, 7);
+        int same = PyTuple_CheckExact(kept) && PyTuple_GET_SIZE(kept) == nref;
+        for (Py_ssize_t i = 0; same && i < 7; i++)
+            same = same_item(PyTuple_GET_ITEM(t, i), items[i], 0);
+        for (Py_ssize_t i = 0; same && i < nref; i++)
+            same = same_item(PyTuple_GET_ITEM(kept, i), refs[i], 1);
+        if (PyErr_Occurred())
+            PyErr_Clear();
+        else if (same) {
+            Py_INCREF(t);
+            return t;
+        }
+    }
+    PyObject *rt = PyTuple_New(nref);
+    if (rt == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nref; i++) {
+        Py_INCREF(refs[i]);
+        PyTuple_SET_ITEM(rt, i, refs[i]);
+    }
+    untrack(rt);                                               /* (ints) */
+    PyObject *const all[8] = {items[0], items[1], items[2], items[3], items[4], items[5], items[6], rt};
+    t = token_at(pos, all, 8);                                 /* (kept: its slot holds another) */
+    Py_DECREF(rt);
+    return t;
+}
+
+static void free_refs(PyObject **refs, Py_ssize_t n, PyObject **here) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_DECREF(refs[i]);
+    if (refs != here)
+        PyMem_Free(refs);
+}
+
 /* ------------------------------------------------------------------ node */
 static PyObject *deref(PyObject *wr);
 
@@ -819,7 +859,9 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     }
     PyObject *op = args[0], *inputs = args[1], *stat = args[2], *dyn = args[3];
     PyObject *rows = args[4], *cols = args[5], *depth = args[6], *cn = args[7];
-    PyObject *self = NULL, *rec = NULL, *refs = NULL, *me = NULL, *gen = NULL, *token = NULL;
+    PyObject *self = NULL, *rec = NULL, *me = NULL, *gen = NULL, *token = NULL;
+    PyObject *refs_here[8], **refs = refs_here;           /* (each input's position: the token's refs) */
+    Py_ssize_t nref = 0;
     /* a node of plain values is left out of the cyclic GC (see untrack) */
     int plain = atomic(stat, 0) && atomic(dyn, 0);
     PyObject *seq = PyIter_Next(RECORDED);
@@ -852,8 +894,11 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     gen = SLOT(rec, R_gen);
     Py_XINCREF(gen);
     Py_ssize_t n = PyTuple_GET_SIZE(inputs);
-    if (recording && (refs = PyTuple_New(n)) == NULL)     /* (each input's position: the token's refs) */
+    if (recording && n > 8 && (refs = PyMem_Malloc(n * sizeof(PyObject *))) == NULL) {
+        refs = refs_here;
+        PyErr_NoMemory();
         goto fail;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = PyTuple_GET_ITEM(inputs, i);
         if (Py_TYPE(v) == NodeT) {
@@ -897,7 +942,7 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
                 if (ref == NULL)
                     goto fail;
             }
-            PyTuple_SET_ITEM(refs, i, ref);
+            refs[nref++] = ref;
         }
     }
     PyObject *hobj = PyLong_FromLong(h);
@@ -917,9 +962,8 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
             goto fail;
         if (PyList_Append(objs, me) < 0)
             goto fail;
-        untrack(refs);                                     /* (ints) */
-        PyObject *const items[8] = {op, stat, depth, cn, rows, cols, hobj, refs};
-        token = token_at(p, items, 8);
+        PyObject *const items[7] = {op, stat, depth, cn, rows, cols, hobj};
+        token = node_token(p, items, refs, nref);
         if (token == NULL || PyList_Append(tokens, token) < 0)
             goto fail;
         if (plain)
@@ -936,14 +980,14 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     Py_XDECREF(token);
     Py_XDECREF(me);
     Py_XDECREF(gen);
-    Py_XDECREF(refs);
+    free_refs(refs, nref, refs_here);
     Py_DECREF(rec);
     return self;
 fail:
     Py_XDECREF(token);
     Py_XDECREF(me);
     Py_XDECREF(gen);
-    Py_XDECREF(refs);
+    free_refs(refs, nref, refs_here);
     Py_XDECREF(rec);
     Py_DECREF(self);
     return NULL;
