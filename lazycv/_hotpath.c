@@ -491,6 +491,7 @@ static inline Place *place_of(PyObject *fn, Py_ssize_t at) {
 
 #define TOKENS_SIZE 2048
 static PyObject *TOKENS[TOKENS_SIZE];
+static Py_hash_t TOKENS_HASH[TOKENS_SIZE];      /* each kept token's hash once asked (0: not yet) */
 
 static void memo_clear(void) {
     for (int i = 0; i < MEMO_SIZE; i++) {
@@ -499,8 +500,10 @@ static void memo_clear(void) {
         Py_CLEAR(MEMO[i].recipe);
         MEMO[i].used = 0;
     }
-    for (int i = 0; i < TOKENS_SIZE; i++)
+    for (int i = 0; i < TOKENS_SIZE; i++) {
         Py_CLEAR(TOKENS[i]);
+        TOKENS_HASH[i] = 0;
+    }
     for (int i = 0; i < PLACES_SIZE; i++) {
         Py_CLEAR(PLACES[i].fn);
         Py_CLEAR(PLACES[i].sig);
@@ -702,6 +705,7 @@ static PyObject *token_at(Py_ssize_t pos, PyObject *const *items, Py_ssize_t n) 
     }
     Py_INCREF(t);
     Py_XSETREF(*kept, t);
+    TOKENS_HASH[pos & (TOKENS_SIZE - 1)] = 0;
     return t;
 }
 
@@ -851,12 +855,29 @@ done:
 }
 
 
+/* a module's flag (a missing one is False); 1, 0, -1 an error */
+static int flag(PyObject *dict, PyObject *name) {
+    PyObject *v = PyDict_GetItemWithError(dict, name);
+    if (v == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return PyObject_IsTrue(v);
+}
+
+static PyObject *make_node(PyObject *const *args, int multi);
+
 static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL);
     if (nargs != 8 || !PyTuple_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "node(op, inputs: tuple, static, dyn, rows, cols, depth, cn)");
         return NULL;
     }
+    int multi = flag(ir_dict, s_MULTI_DEVICE);
+    return multi < 0 ? NULL : make_node(args, multi);
+}
+
+/* node's work; ``multi``: ir.MULTI_DEVICE, read once by the caller (a replayed call makes
+ * several nodes) */
+static PyObject *make_node(PyObject *const *args, int multi) {
     PyObject *op = args[0], *inputs = args[1], *stat = args[2], *dyn = args[3];
     PyObject *rows = args[4], *cols = args[5], *depth = args[6], *cn = args[7];
     PyObject *self = NULL, *rec = NULL, *me = NULL, *gen = NULL, *token = NULL;
@@ -877,10 +898,7 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     set_slot(self, N_dyn, dyn); set_slot(self, N_rows, rows); set_slot(self, N_cols, cols);
     set_slot(self, N_depth, depth); set_slot(self, N_cn, cn); set_slot(self, N_result, Py_None);
     set_slot(self, N_rgen, INT0);
-    PyObject *multi = PyDict_GetItemWithError(ir_dict, s_MULTI_DEVICE);
-    if (multi == NULL && PyErr_Occurred())
-        goto fail;
-    if (multi != NULL && PyObject_IsTrue(multi)) {
+    if (multi) {
         PyObject *dev = thread_attr(s_device);
         if (dev == NULL)
             goto fail;
@@ -1073,12 +1091,6 @@ fail:
 
 
 /* ------------------------------------------------------------------ call */
-static int flag(PyObject *dict, PyObject *name) {
-    PyObject *v = PyDict_GetItemWithError(dict, name);
-    if (v == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    return PyObject_IsTrue(v);
-}
 
 /* an Allocation's writers hold no pending write: () as made, or a list emptied by a flush */
 static inline int no_writers(PyObject *w) {
@@ -1428,7 +1440,7 @@ replay:
         PyObject *const nargs8[8] = {PyTuple_GET_ITEM(t, 0), inputs, PyTuple_GET_ITEM(t, 1), PyTuple_GET_ITEM(t, 2),
                                      PyTuple_GET_ITEM(t, 3), PyTuple_GET_ITEM(t, 4), PyTuple_GET_ITEM(t, 5),
                                      PyTuple_GET_ITEM(t, 6)};
-        PyObject *nd = node(mod, nargs8, 8);
+        PyObject *nd = make_node(nargs8, multi);
         Py_DECREF(inputs);
         if (nd == NULL)
             goto done;
@@ -1543,6 +1555,25 @@ static PyObject *track(PyObject *mod, PyObject *o) {
  * (a Source over it), the nodes join ``computed``, and each sink (binds: (position in mats,
  * output index)) holds its output's memory — through GpuMat._bind_result where that does more
  * than set fields (views to move along, a fill to remember). */
+/* whether ``op`` is the fill op (its name "fill"): asked once a result a flush binds; the answer
+ * for the last op asked is kept (a frame's results are mostly of a few ops). 1, 0, -1 an error. */
+static PyObject *fill_asked;                      /* (that op, held) */
+static int fill_answer;
+
+static int is_fill(PyObject *op) {
+    if (op == fill_asked)
+        return fill_answer;
+    PyObject *name = PyObject_GetAttr(op, s_name);
+    if (name == NULL)
+        return -1;
+    int fill = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "fill") == 0;
+    Py_DECREF(name);
+    Py_INCREF(op);
+    Py_XSETREF(fill_asked, op);
+    fill_answer = fill;
+    return fill;
+}
+
 static PyObject *finish(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL && AllocT != NULL);
     if (nargs != 5 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyList_Check(args[2]) ||
@@ -1617,11 +1648,9 @@ static PyObject *finish(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
                                    (PyList_Check(views) && PyList_GET_SIZE(views) == 0));
         if (plain && nd != Py_None && Py_TYPE(nd) == NodeT) {
             /* a fill remembers its value (GpuMat._bind_result): only through Python */
-            PyObject *name = PyObject_GetAttr(SLOT(nd, N_op), s_name);
-            if (name == NULL)
+            int fill = is_fill(SLOT(nd, N_op));
+            if (fill < 0)
                 goto done;
-            int fill = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "fill") == 0;
-            Py_DECREF(name);
             plain = !fill;
         }
         if (plain) {                                       /* GpuMat._bind_result, the fields */
@@ -1821,11 +1850,49 @@ typedef struct {
 
 static PyTypeObject KeyType;
 
+/* hash(t) of a tuple, as CPython's tuple hash computes it (xxHash's mixing of the items' hashes),
+ * where the items of the recording's tokens (``tokens``: t is (fuse, tokens, live)) take a
+ * kept token's hash from TOKENS_HASH: a loop's key is hashed once a token, not once a frame. */
+#if SIZEOF_PY_UHASH_T > 4
+#define XXPRIME_1 ((Py_uhash_t)11400714785074694791ULL)
+#define XXPRIME_2 ((Py_uhash_t)14029467366897019727ULL)
+#define XXPRIME_5 ((Py_uhash_t)2870177450012600261ULL)
+#define XXROTATE(x) ((x << 31) | (x >> 33))
+#else
+#define XXPRIME_1 ((Py_uhash_t)2654435761UL)
+#define XXPRIME_2 ((Py_uhash_t)2246822519UL)
+#define XXPRIME_5 ((Py_uhash_t)374761393UL)
+#define XXROTATE(x) ((x << 13) | (x >> 19))
+#endif
+
+static Py_hash_t tuple_hash(PyObject *t, int tokens) {
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    Py_uhash_t acc = XXPRIME_5;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(t, i);
+        Py_hash_t lane;
+        if (tokens && item == TOKENS[i & (TOKENS_SIZE - 1)]) {
+            Py_hash_t *kept = &TOKENS_HASH[i & (TOKENS_SIZE - 1)];
+            lane = *kept != 0 ? *kept : PyObject_Hash(item);
+            if (lane != -1)
+                *kept = lane;                               /* (a hash of 0 is asked again) */
+        } else
+            lane = i == 1 && !tokens && PyTuple_CheckExact(item) ? tuple_hash(item, 1) : PyObject_Hash(item);
+        if (lane == -1)
+            return -1;
+        acc += (Py_uhash_t)lane * XXPRIME_2;
+        acc = XXROTATE(acc);
+        acc *= XXPRIME_1;
+    }
+    acc += n ^ (XXPRIME_5 ^ 3527539UL);
+    return acc == (Py_uhash_t)-1 ? 1546275796 : (Py_hash_t)acc;
+}
+
 static PyObject *key_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     PyObject *parts;
     if ((kw != NULL && PyDict_GET_SIZE(kw) > 0) || !PyArg_UnpackTuple(args, "ReplayKey", 1, 1, &parts))
         return NULL;
-    Py_hash_t h = PyObject_Hash(parts);
+    Py_hash_t h = PyTuple_CheckExact(parts) && PyTuple_GET_SIZE(parts) == 3 ? tuple_hash(parts, 0) : PyObject_Hash(parts);
     if (h == -1)
         return NULL;
     KeyObject *self = (KeyObject *)type->tp_alloc(type, 0);

@@ -1121,6 +1121,8 @@ def test_a_repeated_loop_records_the_same_token_objects_and_a_changed_call_its_o
     one, two = frame(rois), frame(rois)
     assert len(one) == len(two) == 3 * len(rois)
     assert all(a is b for a, b in zip(one, two))
+    parts = (True, tuple(two), (5, 9))                  # (the replay key hashes kept tokens once)
+    assert hash(hot.ReplayKey(parts)) == hash(parts) == hash(hot.ReplayKey(parts))
     changed = frame(rois[:1] + [(3, 2, 12, 9)] + rois[2:])
     # (the crop's source token changed; the resize's names only its output size and input)
     assert [a is b for a, b in zip(one, changed)] == [True] * 3 + [False] + [True] * 5
