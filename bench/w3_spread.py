@@ -3,8 +3,11 @@ many fresh processes, alternating the lazycv trees given, and prints per process
 and min (ms, ``w1.wall_time``: 5 frames + a sync a sample), the frame split into recording and
 materialize (p50), a fixed pure-Python workload's time (is the whole process slow, or lazycv?),
 the CPUs the process ran on, its thread count and the cyclic GC's collections.
+``--stub-launch`` (CPU backend): the batched launch does nothing after the warm-up, so the host's
+work is timed alone (the CPU kernel would otherwise be most of a frame); results are then wrong.
 
     python bench/w3_spread.py --trees .snap_old,.snap --procs 8 [--torch]
+    LAZYCV_BACKEND=cpu python bench/w3_spread.py --trees old_tree,. --stub-launch
 """
 import argparse
 import json
@@ -32,7 +35,7 @@ def _python_work():
     return (time.perf_counter() - t0) * 1e3
 
 
-def child(repeats, with_torch):
+def child(repeats, with_torch, stub_launch):
     import gc
     import numpy as np
     if with_torch:
@@ -63,6 +66,11 @@ def child(repeats, with_torch):
     gc.callbacks.append(on_gc)
     for _ in range(50):
         fn()
+    if stub_launch:
+        from lazycv.backends import cpu
+        cpu.CpuBackend.launch_batched = lambda self, *a, **k: None
+        for _ in range(20):
+            fn()
     w1.sync()
     samples = []
     for _ in range(repeats):
@@ -86,10 +94,11 @@ def main():
     ap.add_argument("--procs", type=int, default=6, help="processes per tree")
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--torch", action="store_true", help="import torch in each process, as w34.py does")
+    ap.add_argument("--stub-launch", action="store_true", help="CPU backend: time the host's work alone")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        return child(args.repeats, args.torch)
+        return child(args.repeats, args.torch, args.stub_launch)
     trees = args.trees.split(",")
     rows = []
     print(f"{'tree':12} {'median':>7} {'min':>7} {'max':>7} {'py ms':>6} {'thr':>4} {'gc 0/1/2':>10}  cpus")
@@ -98,8 +107,7 @@ def main():
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(
                 p for p in (os.environ.get("PYTHONPATH", "").split(os.pathsep)[:1] + [str(Path(tree).resolve())]) if p))
             cmd = [sys.executable, str(HERE / "w3_spread.py"), "--child", "--repeats", str(args.repeats)]
-            if args.torch:
-                cmd.append("--torch")
+            cmd += ["--torch"] * args.torch + ["--stub-launch"] * args.stub_launch
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
             try:
                 r = json.loads(p.stdout.strip().splitlines()[-1])
