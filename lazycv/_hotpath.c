@@ -489,6 +489,20 @@ static inline Place *place_of(PyObject *fn, Py_ssize_t at) {
     return &PLACES[(h ^ (h >> 10)) & (PLACES_SIZE - 1)];
 }
 
+/* a recording position's int (new ref): those below INTS_KEPT made once. A frame records a few
+ * hundred values, each numbered, and its flush's key numbers its results (4 a position). */
+#define INTS_KEPT 8192
+static PyObject *INTS[INTS_KEPT];
+
+static PyObject *position(Py_ssize_t p) {
+    if (p < 0 || p >= INTS_KEPT)
+        return PyLong_FromSsize_t(p);
+    if (INTS[p] == NULL && (INTS[p] = PyLong_FromSsize_t(p)) == NULL)
+        return NULL;
+    Py_INCREF(INTS[p]);
+    return INTS[p];
+}
+
 #define TOKENS_SIZE 2048
 static PyObject *TOKENS[TOKENS_SIZE];
 static Py_hash_t TOKENS_HASH[TOKENS_SIZE];      /* each kept token's hash once asked (0: not yet) */
@@ -832,7 +846,7 @@ static PyObject *first_seen(PyObject *rec, PyObject *v) {
     if (token == NULL)
         goto done;
     untrack(token);                                            /* (ints) */
-    if ((pos = PyLong_FromSsize_t(PyList_GET_SIZE(objs))) == NULL)
+    if ((pos = position(PyList_GET_SIZE(objs))) == NULL)
         goto done;
     if ((wv = PyWeakref_NewRef(v, NULL)) == NULL)
         goto fail;
@@ -971,7 +985,7 @@ static PyObject *make_node(PyObject *const *args, int multi) {
         /* Recording.add, as Node.__init__ does it inline */
         PyObject *objs = SLOT(rec, R_objs), *tokens = SLOT(rec, R_tokens);
         Py_ssize_t p = PyList_GET_SIZE(objs);
-        PyObject *pos = PyLong_FromSsize_t(p);
+        PyObject *pos = position(p);
         if (pos == NULL)
             goto fail;
         put_slot(self, N_rpos, pos);
@@ -2426,7 +2440,7 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
             goto fail;
         int asked = !ptrset_add(&asked_for, m, 0);
         PyObject *alloc = SLOT(m, G_alloc);
-        PyObject *v = PyLong_FromSsize_t(rpos * 4 + (alloc != NULL && alloc != Py_None) * 2 + asked);
+        PyObject *v = position(rpos * 4 + (alloc != NULL && alloc != Py_None) * 2 + asked);
         if (v == NULL)
             goto fail;
         PyTuple_SET_ITEM(live, i, v);
