@@ -312,6 +312,16 @@ static int append_new(PyObject *list, PyObject *item) {   /* steals item */
     return r;
 }
 
+/* a new tuple of items[0..n) (new references to them) */
+static PyObject *tuple_of(PyObject *const *items, Py_ssize_t n) {
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t != NULL && i < n; i++) {
+        Py_INCREF(items[i]);
+        PyTuple_SET_ITEM(t, i, items[i]);
+    }
+    return t;
+}
+
 /* one argument into sig; 1 appended, 0 not covered (signature is None), -1 error */
 static int sig_item(PyObject *sig, PyObject *a, PyObject *mats) {
     PyTypeObject *t = Py_TYPE(a);
@@ -710,13 +720,8 @@ static PyObject *token_at(Py_ssize_t pos, PyObject *const *items, Py_ssize_t n) 
             return t;
         }
     }
-    t = PyTuple_New(n);
-    if (t == NULL)
+    if ((t = tuple_of(items, n)) == NULL)
         return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_INCREF(items[i]);
-        PyTuple_SET_ITEM(t, i, items[i]);
-    }
     Py_INCREF(t);
     Py_XSETREF(*kept, t);
     TOKENS_HASH[pos & (TOKENS_SIZE - 1)] = 0;
@@ -742,13 +747,9 @@ static PyObject *node_token(Py_ssize_t pos, PyObject *const items[7], PyObject *
             return t;
         }
     }
-    PyObject *rt = PyTuple_New(nref);
+    PyObject *rt = tuple_of(refs, nref);
     if (rt == NULL)
         return NULL;
-    for (Py_ssize_t i = 0; i < nref; i++) {
-        Py_INCREF(refs[i]);
-        PyTuple_SET_ITEM(rt, i, refs[i]);
-    }
     untrack(rt);                                               /* (ints) */
     PyObject *const all[8] = {items[0], items[1], items[2], items[3], items[4], items[5], items[6], rt};
     t = token_at(pos, all, 8);                                 /* (kept: its slot holds another) */
@@ -1565,10 +1566,6 @@ static PyObject *track(PyObject *mod, PyObject *o) {
     Py_RETURN_NONE;
 }
 
-/* program._FlushProgramBase._finish's loops: each computed node reads its buffer from now on
- * (a Source over it), the nodes join ``computed``, and each sink (binds: (position in mats,
- * output index)) holds its output's memory — through GpuMat._bind_result where that does more
- * than set fields (views to move along, a fill to remember). */
 /* whether ``op`` is the fill op (its name "fill"): asked once a result a flush binds; the answer
  * for the last op asked is kept (a frame's results are mostly of a few ops). 1, 0, -1 an error. */
 static PyObject *fill_asked;                      /* (that op, held) */
@@ -1588,6 +1585,10 @@ static int is_fill(PyObject *op) {
     return fill;
 }
 
+/* program._FlushProgramBase._finish's loops: each computed node reads its buffer from now on
+ * (a Source over it), the nodes join ``computed``, and each sink (binds: (position in mats,
+ * output index)) holds its output's memory — through GpuMat._bind_result where that does more
+ * than set fields (views to move along, a fill to remember). */
 static PyObject *finish(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL && AllocT != NULL);
     if (nargs != 5 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyList_Check(args[2]) ||
@@ -2237,13 +2238,12 @@ done:
  * table (on the stack up to PTRSET_STACK slots). runtime._flush keeps sets of ids; one made
  * of Python ints cost about 3 % of a W3 frame (150 results). */
 #define PTRSET_STACK 512
-typedef struct { void **slots; Py_ssize_t mask, size; void *stack[PTRSET_STACK]; } PtrSet;
+typedef struct { void **slots; Py_ssize_t mask; void *stack[PTRSET_STACK]; } PtrSet;
 
 static int ptrset_init(PtrSet *s, Py_ssize_t most) {
     Py_ssize_t cap = 16;
     while (cap < 2 * most + 2)
         cap *= 2;
-    s->size = 0;
     s->mask = cap - 1;
     s->slots = cap <= PTRSET_STACK ? s->stack : PyMem_Calloc(cap, sizeof(void *));
     if (s->slots == NULL) {
@@ -2268,10 +2268,8 @@ static int ptrset_add(PtrSet *s, void *p, int add) {
         if (s->slots[i] == p)
             return 0;
         if (s->slots[i] == NULL) {
-            if (add) {
+            if (add)
                 s->slots[i] = p;
-                s->size++;
-            }
             return 1;
         }
     }
@@ -2486,10 +2484,11 @@ static PyObject *flush_alone(PyObject *mod, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.flush_alone: STATE.stats is not a dict");
         Py_CLEAR(stats);
     }
-    if (stats == NULL || count_recorded(stats) < 0 || (*SINCE = 0)) {
+    if (stats == NULL || count_recorded(stats) < 0) {
         Py_XDECREF(replays);
         goto fail;
     }
+    *SINCE = 0;                                            /* (STATE.since_flush) */
     Py_CLEAR(r);
     if (nm == 0) {
         Py_XDECREF(replays);
@@ -2599,13 +2598,9 @@ typedef struct {
 static PyObject *api_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     ApiObject *self = (ApiObject *)self_;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    PyObject *pos = PyTuple_New(nargs), *kw = Py_None, *out = NULL, *answer = NULL;
+    PyObject *pos = tuple_of(args, nargs), *kw = Py_None, *out = NULL, *answer = NULL;
     if (pos == NULL)
         return NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        Py_INCREF(args[i]);
-        PyTuple_SET_ITEM(pos, i, args[i]);
-    }
     Py_INCREF(kw);
     if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) {
         Py_DECREF(kw);
