@@ -8,6 +8,9 @@ and p99. Peers run the same frames one call a frame.
 
     python bench/w2.py [--frames 2000] [--peers torch_eager,torch_compiled,cupy_rawkernel,cvcuda_fused2,cvcuda_ops]
 
+compose runs in four forms: write(tensor=True) or write(device=True), on [g] or on the bare
+GpuMat g; the last three are printed as ratios to the first (issue #22: <= 1.3x).
+
 Prints a table, writes $OUT/w2.json (or bench/out/w2.json).
 """
 from __future__ import annotations
@@ -27,15 +30,33 @@ import w1  # noqa: E402
 POOL = 16          # distinct frames, used round-robin
 
 
-def lazycv_frames(frames, compose=False):
-    """One zero-argument callable a frame: the user's per-frame code (or one compose call)."""
+def download_planes(planes):
+    return np.stack([p.download() for p in planes])
+
+
+# compose's forms of a one-frame call (issue #22: the bare GpuMat and ``write(device=True)``
+# within 1.3x of the list / tensor form): (tensor?, list?) -> the result as a (3, H, W) array
+COMPOSE_FORMS = {
+    "tensor, [g]": (True, True, lambda t: w1.tensor_result(t)[0]),
+    "tensor, g": (True, False, w1.tensor_result),
+    "device, [g]": (False, True, lambda planes: download_planes(planes[0])),
+    "device, g": (False, False, download_planes),
+}
+
+
+def lazycv_frames(frames, compose=None):
+    """One zero-argument callable a frame: the user's per-frame code, or one compose call in
+    the form ``compose`` names (a key of COMPOSE_FORMS)."""
     import cv2
     import lazycv
     lazycv.enable(fuse=True)
     gpus = w1.upload_all(frames)
     if compose:
-        p = w1.compose_pipeline(tensor=True)
-        return [lambda g=g: p([g]) for g in gpus], lambda t: w1.tensor_result(t)[0]
+        tensor, as_list, to_host = COMPOSE_FORMS[compose]
+        p = w1.compose_pipeline(tensor=tensor)
+        if as_list:
+            return [lambda g=g: p([g]) for g in gpus], to_host
+        return [lambda g=g: p(g) for g in gpus], to_host
     std = cv2.cuda_GpuMat(640, 640, cv2.CV_32FC3)
     std.setTo(w1.STD)
 
@@ -43,7 +64,7 @@ def lazycv_frames(frames, compose=False):
         planes = w1.frame_calls(g, std)
         lazycv.materialize(*planes)
         return planes
-    return [lambda g=g: frame(g) for g in gpus], lambda planes: np.stack([p.download() for p in planes])
+    return [lambda g=g: frame(g) for g in gpus], download_planes
 
 
 def peer_frames(name, frames):
@@ -90,8 +111,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     frames = peers.make_frames(POOL, seed=2)
     ref = peers.reference_w1(frames[:1])[0]
-    contestants = [("lazycv fused (six calls + flush a frame)", lambda: lazycv_frames(frames)),
-                   ("lazycv compose tensor (one call a frame)", lambda: lazycv_frames(frames, compose=True))]
+    contestants = [("lazycv fused (six calls + flush a frame)", lambda: lazycv_frames(frames))]
+    contestants += [(f"lazycv compose {form} (one call a frame)", lambda form=form: lazycv_frames(frames, form))
+                    for form in COMPOSE_FORMS]
     contestants += [(name, lambda name=name: peer_frames(name, frames))
                     for name in [p for p in args.peers.split(",") if p]]
     table = common.Table(["contestant", "µs/frame (wall)", "host p50 µs", "host p99 µs", "max err"])
@@ -111,6 +133,12 @@ def main(argv=None):
                             "host_p99_us": p99, "host_max_us": float(host.max()), "max_abs_err": err,
                             **watch.as_dict()})
     print(table)
+    walls = {r["contestant"]: r["wall_us_per_frame"] for r in out["rows"]}
+    base = walls.get("lazycv compose tensor, [g] (one call a frame)")
+    for form in list(COMPOSE_FORMS)[1:]:
+        name = f"lazycv compose {form} (one call a frame)"
+        if base and name in walls:
+            print(f"compose {form} / compose tensor, [g]: {walls[name] / base:.2f}x (issue #22: <= 1.3x)")
     print(f"wrote {common.write_json('w2.json', out)}")
 
 
