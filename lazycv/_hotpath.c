@@ -1538,6 +1538,66 @@ static PyObject *new_allocation(PyObject *buf, PyObject *device) {
     return a;
 }
 
+/* compose's GpuMat results of a batch program (GpuMat._over over a new Allocation, each): one
+ * GpuMat a buffer of ``bufs``, all ``rows`` x ``cols`` of ``depth`` and ``cn``; with ``group`` > 0
+ * a list of lists of ``group`` (an item's planes). */
+static PyObject *over(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    BOUND(GpuMatT != NULL && AllocT != NULL);
+    if (nargs != 6 || !PyList_Check(args[0]) || !PyLong_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "over(bufs: list, rows, cols, depth, cn, group: int)");
+        return NULL;
+    }
+    PyObject *bufs = args[0];
+    Py_ssize_t n = PyList_GET_SIZE(bufs), group = PyLong_AsSsize_t(args[5]);
+    if (group < 0 || (group > 0 && n % group)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "over: the buffers are not whole groups");
+        return NULL;
+    }
+    PyObject *device = thread_attr(s_device);
+    if (device == NULL)
+        return NULL;
+    PyObject *mats = PyList_New(n), *out = NULL;
+    if (mats == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = new_allocation(PyList_GET_ITEM(bufs, i), device);
+        if (a == NULL)
+            goto done;
+        PyObject *m = GpuMatT->tp_alloc(GpuMatT, 0);
+        if (m == NULL) {
+            Py_DECREF(a);
+            goto done;
+        }
+        put_slot(m, G_alloc, a);
+        set_slot(m, G_y0, INT0); set_slot(m, G_x0, INT0);
+        set_slot(m, G_rows, args[1]); set_slot(m, G_cols, args[2]);
+        set_slot(m, G_depth, args[3]); set_slot(m, G_cn, args[4]);
+        set_slot(m, G_node, Py_None); set_slot(m, G_src, Py_None); set_slot(m, G_parent, Py_None);
+        set_slot(m, G_views, Py_None); set_slot(m, G_stream, Py_None);
+        PyList_SET_ITEM(mats, i, m);
+    }
+    if (group == 0) {
+        out = mats;
+        mats = NULL;
+        goto done;
+    }
+    if ((out = PyList_New(n / group)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n / group; i++) {
+        PyObject *item = PyList_GetSlice(mats, i * group, (i + 1) * group);
+        if (item == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+done:
+    Py_XDECREF(mats);
+    Py_DECREF(device);
+    return out;
+}
+
 /* ir.Recording.values: the objects weak references refer to, None where one is gone */
 static PyObject *values_of(PyObject *mod, PyObject *refs) {
     if (!PyList_Check(refs)) {
@@ -3517,6 +3577,7 @@ static PyMethodDef methods[] = {
      "whether signature(args, kw) would equal sig (hot_call's check of a function's last recipe)"},
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
+    {"over", (PyCFunction)(void (*)(void))over, METH_FASTCALL, "compose's GpuMats over a batch program's buffers"},
     {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},
     {"values_of", values_of, METH_O, "ir.Recording.values's loop: weak references dereferenced"},
     {"track", track, METH_O, "the cyclic GC tracks the object again (an Allocation a write joins)"},

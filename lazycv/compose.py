@@ -22,7 +22,7 @@ import numbers
 import cv2
 import numpy as np
 
-from . import ir
+from . import ir, runtime
 from ._types import DEPTH_DTYPE, DTYPE_DEPTH, is_float
 from .errors import StsBadArg, StsBadSize, StsUnsupportedFormat, cv_error
 from .program import BatchProgram, batch_key
@@ -32,9 +32,16 @@ __all__ = ["compose", "Pipeline", "Step", "read", "crop", "resize", "cvt_color",
            "to_planar", "write", "Call"]
 
 
+_GPUMAT = []
+
+
 def _gpumat():
-    from .facade.gpumat import GpuMat
-    return GpuMat
+    """The façade's GpuMat class, imported on first use (lazycv imports this module before the
+    façade) and kept: an import statement costs a microsecond or two every time it runs."""
+    if not _GPUMAT:
+        from .facade.gpumat import GpuMat
+        _GPUMAT.append(GpuMat)
+    return _GPUMAT[0]
 
 
 def _fmt(v):
@@ -524,11 +531,15 @@ class Pipeline:
         if w.tensor:
             return result
         if w.device:
-            GpuMat, Allocation = _gpumat(), ir.Allocation
-            mats = [GpuMat._over(Allocation(buf), prog.rows, prog.cols, prog.depth, prog.cn) for buf in result]
-            if prog.planar:
-                p = prog.planes
-                mats = [mats[i:i + p] for i in range(0, len(mats), p)]
+            group = prog.planes if prog.planar else 0
+            hot = runtime.HOTPATH
+            if hot is not None:
+                mats = hot.over(result, prog.rows, prog.cols, prog.depth, prog.cn, group)
+            else:
+                GpuMat, Allocation = _gpumat(), ir.Allocation
+                mats = [GpuMat._over(Allocation(buf), prog.rows, prog.cols, prog.depth, prog.cn) for buf in result]
+                if group:
+                    mats = [mats[i:i + group] for i in range(0, len(mats), group)]
             return mats if batch else mats[0]
         shape, dt = prog.tensor_shape, prog.dtype
         if out is None:

@@ -31,7 +31,7 @@ class BatchProgram:
     of ``depth``)."""
     __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "nargs", "in_pos", "out_pos",
                  "planes", "rows", "cols", "cn", "depth", "row_item", "src_cols", "y0", "x0",
-                 "planar", "tables", "dtype", "slab_shape", "tensor_shape")
+                 "planar", "tables", "dtype", "slab_shape", "tensor_shape", "outputs")
 
     @classmethod
     def capture(cls, launches, inputs, results, planar):
@@ -93,6 +93,11 @@ class BatchProgram:
         # (B, C, H, W) after to_planar, else (B, H, W) or (B, H, W, C)
         prog.tensor_shape = (n, planes, rows, cols) if planar else \
             (n, rows, cols) + ((cn,) if cn > 1 else ())
+        # what each form's launch writes (BufferPool.outputs_for keeps one form's last outputs):
+        # the batch tensor, one item's tensor, or a slab of GpuMat planes
+        prog.outputs = (_Outputs(None, prog.tensor_shape, prog.dtype),
+                        _Outputs(None, prog.tensor_shape[1:], prog.dtype),
+                        _Outputs(n * planes, (rows, cols * cn), prog.dtype))
         prog.tables = STATE.backend.constant_tables(ti, rec.tf)    # uploaded once
         # every source an item reads is its input or a region of it: its table offsets move
         # with the input's
@@ -108,10 +113,12 @@ class BatchProgram:
         ``items`` the 2-D buffer of each plane, item-major (GpuMat results); None where the
         backend cannot launch into a tensor (a launch path that types real arrays)."""
         be = STATE.backend
+        # the last call's outputs again where nothing holds them any more (BufferPool.outputs_for)
+        outputs = self.outputs[2 if items else int(single)]
         if items:
-            slab, out = be.alloc_batch(*self.slab_shape, self.dtype)
+            (slab, out), = be.buffers.outputs_for(outputs, outputs.shapes)
         else:
-            out = be.buffers.alloc(self.tensor_shape[1:] if single else self.tensor_shape, self.dtype)
+            out, = be.buffers.outputs_for(outputs, outputs.shapes)
             slab = be.launch_view(out, self.slab_shape)
             if slab is None:
                 return None
@@ -132,6 +139,15 @@ class BatchProgram:
         be.launch_batched(self.compiled, self.n, self.max_h, self.max_w, ti, self.tf, args, tables=tables)
         STATE.stats["kernels_launched"] += 1
         return out
+
+
+class _Outputs:
+    """One form of a batch program's outputs, as BufferPool.outputs_for asks for them (the
+    object is the owner of the kept outputs; ``n`` None: one buffer, else a slab of ``n``)."""
+    __slots__ = ("shapes",)
+
+    def __init__(self, n, shape, dtype):
+        self.shapes = [(n, shape, dtype)]
 
 
 def batch_key(values):

@@ -297,6 +297,45 @@ def test_a_crop_of_constant_inputs_reads_each_items_own_values(rng):
         np.testing.assert_array_equal(out[1], img[1:4, 1:5].astype(np.float32))
 
 
+@pytest.mark.sim
+@pytest.mark.parametrize("form", [{"tensor": True}, {"device": True}])
+@pytest.mark.parametrize("single", [True, False])
+def test_a_later_call_never_writes_into_results_still_held(rng, form, single):
+    """A batch program's launch takes its last outputs back when nothing holds them any more
+    (BufferPool.outputs_for): results the caller kept — the whole result, or only one plane of
+    it — keep their values through later calls on other frames, in every form; results dropped
+    at once (a video loop) are still each frame's own."""
+    (h, w), rect, out = _geom()
+    frames = [upload(rand_image(rng, h, w, 3, np.uint8)) for _ in range(4)]
+    steps = list(pipeline(rect, out).steps[:-1]) + [lazycv.write(**form)]
+    p = lazycv.compose(*steps)
+
+    def host(res):
+        res = res if single else res[0]
+        return _host_copy(res) if form.get("tensor") else np.stack([m.download() for m in res])
+    want = [host(p(f if single else [f])) for f in frames]
+    assert not np.array_equal(want[0], want[1])
+    for _ in range(2):                                   # dropped at once: each frame's own values
+        for f, v in zip(frames, want):
+            np.testing.assert_array_equal(host(p(f if single else [f])), v)
+    kept = p(frames[0] if single else [frames[0]])
+    plane = (kept if single else kept[0])[1]
+    for f, v in zip(frames[1:] * 2, want[1:] * 2):       # held: later calls write elsewhere
+        np.testing.assert_array_equal(host(p(f if single else [f])), v)
+    np.testing.assert_array_equal(host(kept), want[0])
+    del kept
+    for f, v in zip(frames[1:], want[1:]):               # only one plane held
+        np.testing.assert_array_equal(host(p(f if single else [f])), v)
+    got = plane.download() if hasattr(plane, "download") else _host_copy(plane)
+    np.testing.assert_array_equal(got, want[0][1])
+
+
+def _host_copy(t):
+    """A device tensor's values in a host array of their own (np.asarray of a simulated
+    device array is a view of its memory)."""
+    return t.copy_to_host() if hasattr(t, "copy_to_host") else np.array(t)
+
+
 @pytest.mark.parametrize("form", [{"tensor": True}, {"device": True}])
 def test_one_gpumat_is_one_launch_like_a_batch_of_one(rng, form):
     """Compose called on a bare GpuMat takes the batch program of a batch of one (it copied
