@@ -72,9 +72,11 @@ class BufferPool:
         self._kept = None                        # a program's last outputs (outputs_for)
 
     def _evict(self):
-        """Let the least recently returned storage go while over the cap (lock held)."""
-        free = self._free
-        while self._idle_bytes > self.cap and free:
+        """Let the least recently returned storage go while over the cap (lock held). The free
+        lists are read from a copy: a buffer can come back (_release, a weak reference's
+        callback) at any allocation, even while a dict is being iterated."""
+        while self._idle_bytes > self.cap and self._free:
+            free = self._free.copy()
             self._drop(min(free, key=lambda k: free[k][0][1] if free[k] else 0))
 
     def _drop(self, key):
@@ -94,7 +96,7 @@ class BufferPool:
         kept = self._kept
         if kept is not None and kept.used < oldest:
             self._kept = None
-        for key, lst in list(self._free.items()):
+        for key, lst in self._free.copy().items():   # (a copy: see _evict)
             while lst and lst[0][1] < oldest:
                 self._drop(key)
 
