@@ -38,6 +38,18 @@ static Py_ssize_t F_backend, F_binds, F_ops_fused, F_compiled, F_rows, F_cols, F
     F_slab, F_results, F_launcher;
 static Py_buffer SINCE_VIEW;                   /* STATE._since, an int64 array of one: since_flush */
 static long long *SINCE;
+static Py_buffer SHARED_VIEW;                  /* STATE._shared, one int64: any_shared */
+static long long *SHARED;
+
+/* What every replayed call reads of the modules' settings, kept until one of their dictionaries
+ * changes (settings()). */
+typedef struct {
+    int valid, enabled, check, multi;      /* recipes.ENABLED and CHECK, ir.MULTI_DEVICE */
+    long auto_flush;                       /* runtime.AUTO_FLUSH_OPS */
+    PyObject *record_on;                   /* streams.RECORD_ON (a reference) */
+} Settings;
+static Settings SETTINGS;
+static int watch_settings(PyObject *dict);
 static uint64_t local_tid;                   /* thread_attr's: the thread, and its dict of ir._THREAD */
 static PyObject *local_dict;
 static uint64_t pending_tid;                 /* thread_pending's: the thread, and its list */
@@ -115,6 +127,40 @@ static inline void untrack(PyObject *o) {
 /* ir.add_reader: ``wr`` (a weak reference to a node) joins READERS[id(buf)]; with ``as_input``
  * as Node.__init__ adds an input's reader: not twice in a row, and the list pruned each time it
  * reaches a power of two from 64 (a frame read every frame, never written) */
+static PyObject *deref(PyObject *wr);
+
+/* ir.prune_readers(buf, lst) for a list of weak references to nodes (Python decides anything
+ * else): the readers that may still read ``buf`` — pending, or computed into ``buf`` — kept in
+ * place of ``lst``, whose entry ``key`` leaves READERS when none is left. 0, or -1 an error. */
+static int prune_readers(PyObject *buf, PyObject *lst, PyObject *key) {
+    Py_ssize_t n = PyList_GET_SIZE(lst);
+    PyObject *live = PyList_New(0);
+    if (live == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *wr = PyList_GET_ITEM(lst, i);
+        PyObject *nd = PyWeakref_CheckRef(wr) ? deref(wr) : NULL;
+        PyObject *res = nd != NULL && Py_TYPE(nd) == NodeT ? SLOT(nd, N_result) : NULL;
+        if (!PyWeakref_CheckRef(wr) || (nd != NULL && Py_TYPE(nd) != NodeT) ||
+                (res != NULL && res != Py_None && Py_TYPE(res) != SourceT)) {
+            Py_XDECREF(nd);
+            Py_DECREF(live);
+            PyObject *r = PyObject_CallFunctionObjArgs(PRUNE_READERS, buf, lst, NULL);
+            Py_XDECREF(r);
+            return r == NULL ? -1 : 0;
+        }
+        int reads = nd != NULL && (res == NULL || res == Py_None || SLOT(res, S_buf) == buf);
+        Py_XDECREF(nd);
+        if (reads && PyList_Append(live, wr) < 0) {
+            Py_DECREF(live);
+            return -1;
+        }
+    }
+    int r = PyList_GET_SIZE(live) ? PyList_SetSlice(lst, 0, n, live) : PyDict_DelItem(READERS, key);
+    Py_DECREF(live);
+    return r;
+}
+
 static int add_reader(PyObject *buf, PyObject *wr, int as_input) {
     PyObject *key = PyLong_FromVoidPtr(buf);
     if (key == NULL)
@@ -132,20 +178,18 @@ static int add_reader(PyObject *buf, PyObject *wr, int as_input) {
         Py_DECREF(key);
         return r;
     }
-    Py_DECREF(key);
     Py_ssize_t len = PyList_GET_SIZE(lst);
-    if (as_input && len > 0 && PyList_GET_ITEM(lst, len - 1) == wr)
+    if (as_input && len > 0 && PyList_GET_ITEM(lst, len - 1) == wr) {
+        Py_DECREF(key);
         return 0;
+    }
     Py_INCREF(lst);
     int r = PyList_Append(lst, wr);
     len += 1;
-    if (r == 0 && as_input && len >= 64 && !(len & (len - 1))) {
-        PyObject *res = PyObject_CallFunctionObjArgs(PRUNE_READERS, buf, lst, NULL);
-        if (res == NULL)
-            r = -1;
-        Py_XDECREF(res);
-    }
+    if (r == 0 && as_input && len >= 64 && !(len & (len - 1)))
+        r = prune_readers(buf, lst, key);
     Py_DECREF(lst);
+    Py_DECREF(key);
     return r;
 }
 
@@ -172,6 +216,27 @@ static Py_ssize_t offset_of(PyObject *type, const char *name) {
 
 #define OFF(var, type, name) do { if ((var = offset_of((PyObject *)(type), name)) < 0) return NULL; } while (0)
 
+/* STATE.<name>, an int64 array of one, read and written in place through ``*at`` (the view
+ * of an earlier bind let go first). 0, or -1 an error. */
+static int int64_of(const char *name, Py_buffer *view, long long **at) {
+    if (*at != NULL) {
+        PyBuffer_Release(view);
+        *at = NULL;
+    }
+    PyObject *arr = PyObject_GetAttrString(STATE, name);
+    int bad = arr == NULL || PyObject_GetBuffer(arr, view, PyBUF_WRITABLE | PyBUF_FORMAT) < 0;
+    Py_XDECREF(arr);
+    if (bad)
+        return -1;
+    if (view->itemsize != 8 || view->len < 8 || view->format == NULL || strcmp(view->format, "q") != 0) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "lazycv._hotpath.bind: runtime.STATE.%s is not an int64 array", name);
+        return -1;
+    }
+    *at = (long long *)view->buf;
+    return 0;
+}
+
 static PyObject *bind(PyObject *mod, PyObject *args) {
     PyObject *node_t, *source_t, *gpumat_t, *rec_t, *ir_mod, *runtime_mod, *plain;
     if (!PyArg_ParseTuple(args, "OOOOOOO", &node_t, &source_t, &gpumat_t, &rec_t, &ir_mod, &runtime_mod, &plain))
@@ -197,6 +262,8 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
     OFF(G_parent, gpumat_t, "_parent"); OFF(G_views, gpumat_t, "_views"); OFF(G_stream, gpumat_t, "_stream");
     ir_dict = PyModule_GetDict(ir_mod); Py_INCREF(ir_dict);
     runtime_dict = PyModule_GetDict(runtime_mod); Py_INCREF(runtime_dict);
+    if (watch_settings(ir_dict) < 0 || watch_settings(runtime_dict) < 0)
+        return NULL;
     STATE = PyDict_GetItemString(runtime_dict, "STATE");
     THREAD_PENDING_OWNER = PyDict_GetItemString(runtime_dict, "THREAD");
     Py_CLEAR(pending_list);                                    /* (another THREAD's lists) */
@@ -212,21 +279,9 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
     Py_INCREF(READERS); Py_INCREF(PRUNE_READERS);
     PLAIN = plain; Py_INCREF(plain);
     Py_CLEAR(local_dict);                                      /* (another _THREAD's dicts) */
-    if (SINCE != NULL) {
-        PyBuffer_Release(&SINCE_VIEW);
-        SINCE = NULL;
-    }
-    PyObject *since = PyObject_GetAttrString(STATE, "_since");
-    int bad = since == NULL || PyObject_GetBuffer(since, &SINCE_VIEW, PyBUF_WRITABLE | PyBUF_FORMAT) < 0;
-    Py_XDECREF(since);
-    if (bad)
+    if (int64_of("_since", &SINCE_VIEW, &SINCE) < 0 || int64_of("_shared", &SHARED_VIEW, &SHARED) < 0)
         return NULL;
-    if (SINCE_VIEW.itemsize != 8 || SINCE_VIEW.len < 8 || SINCE_VIEW.format == NULL || strcmp(SINCE_VIEW.format, "q") != 0) {
-        PyBuffer_Release(&SINCE_VIEW);
-        PyErr_SetString(PyExc_TypeError, "lazycv._hotpath.bind: runtime.STATE._since is not an int64 array");
-        return NULL;
-    }
-    SINCE = (long long *)SINCE_VIEW.buf;
+    SETTINGS.valid = 0;
     Py_RETURN_NONE;
 }
 
@@ -276,6 +331,8 @@ static PyObject *bind_recipes(PyObject *mod, PyObject *args) {
     OFF(F_launcher, single_t, "launcher");
     recipes_dict = PyModule_GetDict(recipes_mod); Py_INCREF(recipes_dict);
     streams_dict = PyModule_GetDict(streams_mod); Py_INCREF(streams_dict);
+    if (watch_settings(recipes_dict) < 0 || watch_settings(streams_dict) < 0)
+        return NULL;
     Py_XDECREF(RECIPES);
     RECIPES = table; Py_INCREF(table);
     memo_clear();                                              /* (recipes of another table) */
@@ -517,7 +574,10 @@ static PyObject *position(Py_ssize_t p) {
 static PyObject *TOKENS[TOKENS_SIZE];
 static Py_hash_t TOKENS_HASH[TOKENS_SIZE];      /* each kept token's hash once asked (0: not yet) */
 
+static void plain_clear(void);
+
 static void memo_clear(void) {
+    plain_clear();
     for (int i = 0; i < MEMO_SIZE; i++) {
         Py_CLEAR(MEMO[i].fn);
         Py_CLEAR(MEMO[i].sig);
@@ -878,7 +938,70 @@ static int flag(PyObject *dict, PyObject *name) {
     return PyObject_IsTrue(v);
 }
 
-static PyObject *make_node(PyObject *const *args, int multi);
+/* The settings a replayed call reads (SETTINGS), read again only after one of the four modules'
+ * dictionaries changed: five look-ups a call were about 5 % of a W3 frame. Python 3.12 on, a
+ * dict watcher says so; before it, each dictionary's version tag. NULL with an error. */
+#if PY_VERSION_HEX >= 0x030C0000
+static int WATCHER = -1;
+
+static int settings_changed(PyDict_WatchEvent event, PyObject *dict, PyObject *key, PyObject *value) {
+    SETTINGS.valid = 0;                                   /* (called before the change) */
+    return 0;
+}
+#else
+static uint64_t SETTINGS_TAGS[4];
+#endif
+
+/* the dictionaries settings() watches: 0, or -1 an error */
+static int watch_settings(PyObject *dict) {
+    SETTINGS.valid = 0;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (WATCHER < 0 && (WATCHER = PyDict_AddWatcher(settings_changed)) < 0)
+        return -1;
+    return PyDict_Watch(WATCHER, dict);
+#else
+    return 0;
+#endif
+}
+
+static Settings *settings(void) {
+#if PY_VERSION_HEX < 0x030C0000
+    PyObject *const dicts[4] = {recipes_dict, ir_dict, streams_dict, runtime_dict};
+    for (int i = 0; i < 4; i++)
+        if (((PyDictObject *)dicts[i])->ma_version_tag != SETTINGS_TAGS[i])
+            SETTINGS.valid = 0;
+#endif
+    if (SETTINGS.valid)
+        return &SETTINGS;
+    Settings now = {1};
+    PyObject *limit = PyDict_GetItemWithError(runtime_dict, s_AUTO_FLUSH_OPS);
+    if ((now.enabled = flag(recipes_dict, s_ENABLED)) < 0 || (now.check = flag(recipes_dict, s_CHECK)) < 0 ||
+            (now.multi = flag(ir_dict, s_MULTI_DEVICE)) < 0)
+        return NULL;
+    if (limit == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "runtime.AUTO_FLUSH_OPS is missing");
+        return NULL;
+    }
+    if ((now.auto_flush = PyLong_AsLong(limit)) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((now.record_on = PyDict_GetItemWithError(streams_dict, s_RECORD_ON)) == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "streams.RECORD_ON is missing");
+        return NULL;
+    }
+    Py_INCREF(now.record_on);
+    PyObject *was = SETTINGS.record_on;
+    SETTINGS = now;
+#if PY_VERSION_HEX < 0x030C0000
+    for (int i = 0; i < 4; i++)
+        SETTINGS_TAGS[i] = ((PyDictObject *)dicts[i])->ma_version_tag;
+#endif
+    Py_XDECREF(was);                                      /* (last: may run code that changes them) */
+    return &SETTINGS;
+}
+
+static PyObject *make_node(PyObject *const *args, int multi, int plain);
 
 static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL);
@@ -887,19 +1010,52 @@ static PyObject *node(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     int multi = flag(ir_dict, s_MULTI_DEVICE);
-    return multi < 0 ? NULL : make_node(args, multi);
+    return multi < 0 ? NULL : make_node(args, multi, -1);
+}
+
+/* A replayed node's static and dynamic values are its recipe's own objects, the same every call:
+ * whether they are plain values (atomic) is kept for the last pairs seen, each entry holding
+ * its objects (so an address is never another object's while it is kept; recipes.forget lets
+ * go of them). */
+#define PLAIN_SLOTS 64
+static struct { PyObject *stat, *dyn; int plain; } KEPT_PLAIN[PLAIN_SLOTS];
+
+static int plain_values(PyObject *stat, PyObject *dyn) {
+    size_t h = (((size_t)stat >> 4) ^ ((size_t)dyn >> 7)) & (PLAIN_SLOTS - 1);
+    if (KEPT_PLAIN[h].stat == stat && KEPT_PLAIN[h].dyn == dyn)
+        return KEPT_PLAIN[h].plain;
+    int plain = atomic(stat, 0) && atomic(dyn, 0);
+    PyObject *old_stat = KEPT_PLAIN[h].stat, *old_dyn = KEPT_PLAIN[h].dyn;
+    Py_INCREF(stat);
+    Py_INCREF(dyn);
+    KEPT_PLAIN[h].stat = stat;
+    KEPT_PLAIN[h].dyn = dyn;
+    KEPT_PLAIN[h].plain = plain;
+    Py_XDECREF(old_stat);
+    Py_XDECREF(old_dyn);
+    return plain;
+}
+
+static void plain_clear(void) {
+    for (int h = 0; h < PLAIN_SLOTS; h++) {
+        PyObject *stat = KEPT_PLAIN[h].stat, *dyn = KEPT_PLAIN[h].dyn;
+        KEPT_PLAIN[h].stat = KEPT_PLAIN[h].dyn = NULL;
+        Py_XDECREF(stat);
+        Py_XDECREF(dyn);
+    }
 }
 
 /* node's work; ``multi``: ir.MULTI_DEVICE, read once by the caller (a replayed call makes
- * several nodes) */
-static PyObject *make_node(PyObject *const *args, int multi) {
+ * several nodes); ``plain``: whether the static and dynamic values are plain (-1: find out) */
+static PyObject *make_node(PyObject *const *args, int multi, int plain) {
     PyObject *op = args[0], *inputs = args[1], *stat = args[2], *dyn = args[3];
     PyObject *rows = args[4], *cols = args[5], *depth = args[6], *cn = args[7];
     PyObject *self = NULL, *rec = NULL, *me = NULL, *gen = NULL, *token = NULL;
     PyObject *refs_here[8], **refs = refs_here;           /* (each input's position: the token's refs) */
     Py_ssize_t nref = 0;
     /* a node of plain values is left out of the cyclic GC (see untrack) */
-    int plain = atomic(stat, 0) && atomic(dyn, 0);
+    if (plain < 0)
+        plain = atomic(stat, 0) && atomic(dyn, 0);
     PyObject *seq = PyIter_Next(RECORDED);
     if (seq == NULL)
         return NULL;
@@ -1043,14 +1199,33 @@ static PyObject *thread_pending(void) {
 }
 
 /* ------------------------------------------------------------------ lazy */
+/* runtime.AUTO_FLUSH_OPS into ``*lim``: 0, or -1 an error */
+static int auto_flush_ops(long *lim) {
+    PyObject *limit = PyDict_GetItemWithError(runtime_dict, s_AUTO_FLUSH_OPS);
+    if (limit == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "runtime.AUTO_FLUSH_OPS is missing");
+        return -1;
+    }
+    *lim = PyLong_AsLong(limit);
+    return *lim == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *lazy_of(PyTypeObject *cls, PyObject *nd, long lim);
+
 static PyObject *lazy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     BOUND(NodeT != NULL);
     if (nargs != 2 || !PyType_Check(args[0]) || Py_TYPE(args[1]) != NodeT) {
         PyErr_SetString(PyExc_TypeError, "lazy(GpuMat class, node)");
         return NULL;
     }
-    PyTypeObject *cls = (PyTypeObject *)args[0];
-    PyObject *nd = args[1];
+    long lim;
+    return auto_flush_ops(&lim) < 0 ? NULL : lazy_of((PyTypeObject *)args[0], args[1], lim);
+}
+
+/* lazy's work; ``lim``: runtime.AUTO_FLUSH_OPS, read once by the caller (a replayed call may
+ * make several results) */
+static PyObject *lazy_of(PyTypeObject *cls, PyObject *nd, long lim) {
     PyObject *m = cls->tp_alloc(cls, 0);
     if (m == NULL)
         return NULL;
@@ -1077,15 +1252,6 @@ static PyObject *lazy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (r < 0)
         goto fail;
     long long count = ++*SINCE;                            /* (STATE.since_flush) */
-    PyObject *limit = PyDict_GetItemWithError(runtime_dict, s_AUTO_FLUSH_OPS);
-    if (limit == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "runtime.AUTO_FLUSH_OPS is missing");
-        goto fail;
-    }
-    long lim = PyLong_AsLong(limit);
-    if (lim == -1 && PyErr_Occurred())
-        goto fail;
     if (count > lim) {
         PyObject *fl = PyDict_GetItemWithError(runtime_dict, s_flush);
         if (fl == NULL) {
@@ -1253,15 +1419,11 @@ static PyObject *call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
 }
 
 static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *kw) {
-    int on = flag(recipes_dict, s_ENABLED), check = flag(recipes_dict, s_CHECK);
-    if (on < 0 || check < 0)
+    Settings *now = settings();
+    if (now == NULL)
         return NULL;
-    PyObject *shared = PyObject_GetAttr(STATE, s_any_shared);
-    if (shared == NULL)
-        return NULL;
-    int any_shared = PyObject_IsTrue(shared);
-    Py_DECREF(shared);
-    if (!on || check)
+    int any_shared = *SHARED != 0;                          /* (STATE.any_shared) */
+    if (!now->enabled || now->check)
         goto miss;
     Memo *memo = memo_of(fn);
     Place *place = NULL;
@@ -1410,9 +1572,9 @@ replay:
             goto done;
     }
     PyObject *nodes = SLOT(recipe, P_nodes), *func = SLOT(recipe, P_func);
-    int multi = flag(ir_dict, s_MULTI_DEVICE);
-    if (multi < 0)
+    if ((now = settings()) == NULL)
         goto done;
+    int multi = now->multi;
     Py_ssize_t nn = PyTuple_GET_SIZE(nodes), nv = PyTuple_GET_SIZE(values);
     if (nn > 16 && (made = PyMem_Malloc(nn * sizeof(PyObject *))) == NULL) {
         made = made_here;
@@ -1455,23 +1617,20 @@ replay:
         PyObject *const nargs8[8] = {PyTuple_GET_ITEM(t, 0), inputs, PyTuple_GET_ITEM(t, 1), PyTuple_GET_ITEM(t, 2),
                                      PyTuple_GET_ITEM(t, 3), PyTuple_GET_ITEM(t, 4), PyTuple_GET_ITEM(t, 5),
                                      PyTuple_GET_ITEM(t, 6)};
-        PyObject *nd = make_node(nargs8, multi);
+        PyObject *nd = make_node(nargs8, multi, plain_values(nargs8[2], nargs8[3]));
         Py_DECREF(inputs);
         if (nd == NULL)
             goto done;
         made[nmade++] = nd;
     }
-    PyObject *record_on = PyDict_GetItemWithError(streams_dict, s_RECORD_ON);
-    if (record_on == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "streams.RECORD_ON is missing");
+    if ((now = settings()) == NULL)
         goto done;
-    }
+    PyObject *record_on = now->record_on;
+    long lim = now->auto_flush;
     Py_INCREF(record_on);
     PyObject *many = SLOT(recipe, P_many), *results = SLOT(recipe, P_results);
     if (many == Py_None) {
-        PyObject *const la[2] = {(PyObject *)GpuMatT, made[PyLong_AsSsize_t(results)]};
-        result = lazy(mod, la, 2);
+        result = lazy_of(GpuMatT, made[PyLong_AsSsize_t(results)], lim);
         if (result != NULL) {
             set_slot(result, G_stream, record_on);
             if (any_shared && read_shared_now(result) < 0)
@@ -1484,8 +1643,7 @@ replay:
             for (Py_ssize_t i = 0; i < n; i++) {
                 PyObject *e = PyTuple_GET_ITEM(results, i), *o;
                 if (PyLong_Check(e)) {
-                    PyObject *const la[2] = {(PyObject *)GpuMatT, made[PyLong_AsSsize_t(e)]};
-                    o = lazy(mod, la, 2);
+                    o = lazy_of(GpuMatT, made[PyLong_AsSsize_t(e)], lim);
                     if (o == NULL) { Py_CLEAR(outs); break; }
                     set_slot(o, G_stream, record_on);
                     if (any_shared && read_shared_now(o) < 0) { Py_DECREF(o); Py_CLEAR(outs); break; }
@@ -1596,6 +1754,60 @@ done:
     Py_XDECREF(mats);
     Py_DECREF(device);
     return out;
+}
+
+/* FlushProgram.run's gathers: ``[values[i] for i in at]`` (None where one of them is None: a
+ * value is gone), and with ``items`` ``[values[s][1][b] for s, b in at]`` (a slab item of the
+ * outputs (slab, items) each). */
+static PyObject *pick(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "pick(values: list, at: tuple, items: bool)");
+        return NULL;
+    }
+    PyObject *values = args[0], *at = args[1];
+    int items = PyObject_IsTrue(args[2]);
+    if (items < 0)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(at), nv = PyList_GET_SIZE(values);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *a = PyTuple_GET_ITEM(at, k), *v;
+        if (items && (!PyTuple_Check(a) || PyTuple_GET_SIZE(a) != 2)) {
+            PyErr_SetString(PyExc_TypeError, "pick: an item's place is not (slab, index)");
+            goto fail;
+        }
+        Py_ssize_t i = PyLong_AsSsize_t(items ? PyTuple_GET_ITEM(a, 0) : a);
+        if (i == -1 && PyErr_Occurred())
+            goto fail;
+        if (i < 0 || i >= nv) {
+            PyErr_SetString(PyExc_IndexError, "pick: a position out of range");
+            goto fail;
+        }
+        v = PyList_GET_ITEM(values, i);
+        if (items) {
+            Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(a, 1));
+            PyObject *its = b == -1 && PyErr_Occurred() ? NULL : PySequence_GetItem(v, 1);
+            if (its == NULL)
+                goto fail;
+            v = PySequence_GetItem(its, b);
+            Py_DECREF(its);
+            if (v == NULL)
+                goto fail;
+        } else {
+            if (v == Py_None) {
+                Py_DECREF(out);
+                Py_RETURN_NONE;
+            }
+            Py_INCREF(v);
+        }
+        PyList_SET_ITEM(out, k, v);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
 }
 
 /* ir.Recording.values: the objects weak references refer to, None where one is gone */
@@ -2298,13 +2510,15 @@ done:
  * table (on the stack up to PTRSET_STACK slots). runtime._flush keeps sets of ids; one made
  * of Python ints cost about 3 % of a W3 frame (150 results). */
 #define PTRSET_STACK 512
-typedef struct { void **slots; Py_ssize_t mask; void *stack[PTRSET_STACK]; } PtrSet;
+typedef struct { void **slots; Py_ssize_t mask, used; void *stack[PTRSET_STACK]; } PtrSet;
 
+/* ``most``: how many it will hold, or a first guess (it grows past half full) */
 static int ptrset_init(PtrSet *s, Py_ssize_t most) {
     Py_ssize_t cap = 16;
     while (cap < 2 * most + 2)
         cap *= 2;
     s->mask = cap - 1;
+    s->used = 0;
     s->slots = cap <= PTRSET_STACK ? s->stack : PyMem_Calloc(cap, sizeof(void *));
     if (s->slots == NULL) {
         PyErr_NoMemory();
@@ -2321,15 +2535,41 @@ static void ptrset_free(PtrSet *s) {
     s->slots = NULL;
 }
 
-/* 1 where ``p`` was added, 0 where it was there (the table holds at most ``most`` of ptrset_init) */
+static int ptrset_add(PtrSet *s, void *p, int add);
+
+/* twice the slots, the same members (-1: no memory, the set unchanged) */
+static int ptrset_grow(PtrSet *s) {
+    void **old = s->slots;
+    Py_ssize_t n = s->mask + 1;
+    void **slots = PyMem_Calloc(2 * n, sizeof(void *));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->slots = slots;
+    s->mask = 2 * n - 1;
+    s->used = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (old[i] != NULL)
+            ptrset_add(s, old[i], 1);
+    if (old != s->stack)
+        PyMem_Free(old);
+    return 0;
+}
+
+/* 1 where ``p`` was (or with ``add``, is now) not a member, 0 where it is one, -1 no memory to grow */
 static int ptrset_add(PtrSet *s, void *p, int add) {
+    if (add && 2 * (s->used + 1) > s->mask + 1 && ptrset_grow(s) < 0)
+        return -1;
     uintptr_t h = (uintptr_t)p >> 4;
     for (Py_ssize_t i = (h ^ (h >> 9)) & s->mask;; i = (i + 1) & s->mask) {
         if (s->slots[i] == p)
             return 0;
         if (s->slots[i] == NULL) {
-            if (add)
+            if (add) {
                 s->slots[i] = p;
+                s->used++;
+            }
             return 1;
         }
     }
@@ -2642,6 +2882,157 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ the runtime lock */
+/* runtime.STATE.lock where this extension was built: a re-entrant lock, as threading.RLock, that
+ * a cv2.cuda call (Api) takes and gives back in C. threading.RLock's acquire is a call through
+ * argument parsing each time (about a twentieth of a replayed call); here an uncontended or
+ * re-entered acquire is a few field reads under the GIL, as CPython's own RLock does it. A
+ * waiting thread lets the GIL go; a signal handler runs while it waits, and one that raises
+ * ends the wait with its exception (the wait then starts again with the whole timeout). */
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    unsigned long owner, count;
+    PyObject *weakrefs;
+} RLockObject;
+
+static PyTypeObject RLockType;
+
+/* 1 taken, 0 not (timed out, or busy with ``wait_us`` 0), -1 an error; ``wait_us`` -1: as long as
+ * it takes */
+static int rlock_take(RLockObject *self, long long wait_us) {
+    unsigned long me = PyThread_get_thread_ident();
+    if (self->count > 0 && self->owner == me) {
+        if (self->count == ULONG_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "lazycv's runtime lock: too many re-entries");
+            return -1;
+        }
+        self->count++;
+        return 1;
+    }
+    PyLockStatus r = PyThread_acquire_lock_timed(self->lock, 0, 0);
+    while (r == PY_LOCK_FAILURE && wait_us != 0) {
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(self->lock, wait_us, 1);
+        Py_END_ALLOW_THREADS
+        if (r != PY_LOCK_INTR)
+            break;
+        if (Py_MakePendingCalls() < 0)                       /* a signal handler raised */
+            return -1;
+        r = PY_LOCK_FAILURE;
+    }
+    if (r != PY_LOCK_ACQUIRED)
+        return 0;
+    self->owner = me;
+    self->count = 1;
+    return 1;
+}
+
+/* 0, or -1 (not held by this thread) */
+static int rlock_give(RLockObject *self) {
+    if (self->count == 0 || self->owner != PyThread_get_thread_ident()) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
+        return -1;
+    }
+    if (--self->count == 0) {
+        self->owner = 0;
+        PyThread_release_lock(self->lock);
+    }
+    return 0;
+}
+
+static PyObject *rlock_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "RLock() takes no arguments");
+        return NULL;
+    }
+    RLockObject *self = (RLockObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    if ((self->lock = PyThread_allocate_lock()) == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void rlock_dealloc(RLockObject *self) {
+    if (self->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)self);
+    if (self->lock != NULL) {
+        if (self->count > 0)
+            PyThread_release_lock(self->lock);
+        PyThread_free_lock(self->lock);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *rlock_acquire(RLockObject *self, PyObject *args, PyObject *kwds) {
+    static char *names[] = {"blocking", "timeout", NULL};
+    int blocking = 1;
+    double timeout = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pd:acquire", names, &blocking, &timeout))
+        return NULL;
+    if (!blocking && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+        return NULL;
+    }
+    if (timeout < 0 && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return NULL;
+    }
+    if (timeout * 1e6 > (double)PY_TIMEOUT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "timeout value is too large");
+        return NULL;
+    }
+    long long wait_us = !blocking ? 0 : timeout < 0 ? -1 : (long long)(timeout * 1e6);
+    int r = rlock_take(self, wait_us);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+
+static PyObject *rlock_release(RLockObject *self, PyObject *unused) {
+    if (rlock_give(self) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *rlock_exit(RLockObject *self, PyObject *args) {
+    return rlock_release(self, NULL);
+}
+
+static PyObject *rlock_is_owned(RLockObject *self, PyObject *unused) {
+    return PyBool_FromLong(self->count > 0 && self->owner == PyThread_get_thread_ident());
+}
+
+static PyObject *rlock_repr(RLockObject *self) {
+    return PyUnicode_FromFormat("<lazycv._hotpath.RLock %s owner=%lu count=%lu>",
+                                self->count ? "locked" : "unlocked", self->owner, self->count);
+}
+
+static PyMethodDef rlock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))rlock_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1): as threading.RLock's"},
+    {"release", (PyCFunction)rlock_release, METH_NOARGS, "release(): as threading.RLock's"},
+    {"__enter__", (PyCFunction)(void (*)(void))rlock_acquire, METH_VARARGS | METH_KEYWORDS, "acquire()"},
+    {"__exit__", (PyCFunction)rlock_exit, METH_VARARGS, "release()"},
+    {"_is_owned", (PyCFunction)rlock_is_owned, METH_NOARGS, "held by the calling thread"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RLockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazycv._hotpath.RLock",
+    .tp_basicsize = sizeof(RLockObject),
+    .tp_dealloc = (destructor)rlock_dealloc,
+    .tp_repr = (reprfunc)rlock_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The runtime lock: a re-entrant lock (threading.RLock's methods) that cv2.cuda calls take in C",
+    .tp_weaklistoffset = offsetof(RLockObject, weakrefs),
+    .tp_methods = rlock_methods,
+    .tp_new = rlock_new,
+};
+
 /* ------------------------------------------------------------------ cv2.cuda functions */
 /* A cv2.cuda function as ops.common.cuda_api makes it: ``Api(fn, slow, lock)`` called takes the
  * runtime lock, replays the call's recipe (hot_call) and answers; where the replay says RUN or
@@ -2652,6 +3043,7 @@ done:
 typedef struct {
     PyObject_HEAD
     PyObject *fn, *slow, *acquire, *release, *dict;
+    RLockObject *lock;                           /* the lock where it is an RLock of ours, else NULL */
     vectorcallfunc vectorcall;
 } ApiObject;
 
@@ -2675,13 +3067,21 @@ static PyObject *api_vectorcall(PyObject *self_, PyObject *const *args, size_t n
                 return NULL;
             }
     }
-    PyObject *r = PyObject_CallNoArgs(self->acquire);
-    if (r == NULL) {
-        Py_DECREF(pos);
-        Py_DECREF(kw);
-        return NULL;
+    if (self->lock != NULL) {
+        if (rlock_take(self->lock, -1) < 0) {
+            Py_DECREF(pos);
+            Py_DECREF(kw);
+            return NULL;
+        }
+    } else {
+        PyObject *r = PyObject_CallNoArgs(self->acquire);
+        if (r == NULL) {
+            Py_DECREF(pos);
+            Py_DECREF(kw);
+            return NULL;
+        }
+        Py_DECREF(r);
     }
-    Py_DECREF(r);
     if (NodeT != NULL && RecipeT != NULL) {
         answer = hot_call(NULL, self->fn, pos, kw);       /* (kw: a dict or None) */
         if (answer == NULL)
@@ -2697,7 +3097,8 @@ release:
     {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        PyObject *rr = PyObject_CallNoArgs(self->release);
+        PyObject *rr = self->lock != NULL ? (rlock_give(self->lock) < 0 ? NULL : Py_NewRef(Py_None)) :
+            PyObject_CallNoArgs(self->release);
         if (rr == NULL) {                                  /* (a release that fails wins) */
             Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
             Py_CLEAR(out);
@@ -2723,6 +3124,10 @@ static PyObject *api_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     Py_INCREF(slow); self->slow = slow;
     self->acquire = PyObject_GetAttrString(lock, "acquire");
     self->release = PyObject_GetAttrString(lock, "release");
+    if (Py_TYPE(lock) == &RLockType) {
+        Py_INCREF(lock);
+        self->lock = (RLockObject *)lock;
+    }
     self->dict = PyDict_New();
     self->vectorcall = api_vectorcall;
     if (self->acquire == NULL || self->release == NULL || self->dict == NULL) {
@@ -2734,13 +3139,13 @@ static PyObject *api_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
 
 static int api_traverse(ApiObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->fn); Py_VISIT(self->slow); Py_VISIT(self->acquire); Py_VISIT(self->release);
-    Py_VISIT(self->dict);
+    Py_VISIT(self->dict); Py_VISIT(self->lock);
     return 0;
 }
 
 static int api_clear(ApiObject *self) {
     Py_CLEAR(self->fn); Py_CLEAR(self->slow); Py_CLEAR(self->acquire); Py_CLEAR(self->release);
-    Py_CLEAR(self->dict);
+    Py_CLEAR(self->dict); Py_CLEAR(self->lock);
     return 0;
 }
 
@@ -2800,7 +3205,7 @@ static PyTypeObject ApiType = {
 /* lazycv.materialize's gathering: the pending GpuMats among ``mats`` (nested lists and tuples
  * flattened, other objects skipped, each once) — runtime.pending_for of them, where none has
  * pending writes into its memory; None where one has (the Python function then decides). */
-static int pending_walk(PyObject *o, PyObject *out, PyObject *seen, int depth) {
+static int pending_walk(PyObject *o, PyObject *out, PtrSet *seen, int depth) {
     if (PyList_Check(o) || PyTuple_Check(o)) {
         if (depth > 64) {
             PyErr_SetString(PyExc_RecursionError, "lazycv.materialize: lists nested too deep");
@@ -2829,30 +3234,27 @@ static int pending_walk(PyObject *o, PyObject *out, PyObject *seen, int depth) {
     PyObject *nd = SLOT(o, G_node);
     if (nd == NULL || nd == Py_None)
         return 1;
-    PyObject *key = PyLong_FromVoidPtr(o);
-    if (key == NULL)
+    int fresh = ptrset_add(seen, o, 1);                     /* (out holds it: the address stays its) */
+    if (fresh < 0)
         return -1;
-    int known = PySet_Contains(seen, key);
-    if (known == 0)
-        known = PySet_Add(seen, key) < 0 ? -1 : 0;
-    Py_DECREF(key);
-    if (known < 0)
-        return -1;
-    if (!known && PyList_Append(out, o) < 0)
+    if (fresh && PyList_Append(out, o) < 0)
         return -1;
     return 1;
 }
 
 static PyObject *pending_of(PyObject *mod, PyObject *mats) {
     BOUND(GpuMatT != NULL && AllocT != NULL);
-    PyObject *out = PyList_New(0), *seen = PySet_New(NULL);
-    if (out == NULL || seen == NULL) {
-        Py_XDECREF(out);
-        Py_XDECREF(seen);
+    PtrSet seen;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t guess = PyList_Check(mats) ? PyList_GET_SIZE(mats) : PyTuple_Check(mats) ? PyTuple_GET_SIZE(mats) : 16;
+    if (ptrset_init(&seen, guess) < 0) {
+        Py_DECREF(out);
         return NULL;
     }
-    int r = pending_walk(mats, out, seen, 0);
-    Py_DECREF(seen);
+    int r = pending_walk(mats, out, &seen, 0);
+    ptrset_free(&seen);
     if (r != 1) {
         Py_DECREF(out);
         if (r < 0)
@@ -3577,6 +3979,7 @@ static PyMethodDef methods[] = {
      "whether signature(args, kw) would equal sig (hot_call's check of a function's last recipe)"},
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "recipes.call's replay, or RUN or MISS"},
     {"finish", (PyCFunction)(void (*)(void))finish, METH_FASTCALL, "program._FlushProgramBase._finish's loops"},
+    {"pick", (PyCFunction)(void (*)(void))pick, METH_FASTCALL, "FlushProgram.run's gathers of values and slab items"},
     {"over", (PyCFunction)(void (*)(void))over, METH_FASTCALL, "compose's GpuMats over a batch program's buffers"},
     {"let_go", (PyCFunction)(void (*)(void))let_go, METH_FASTCALL, "runtime._let_go_of_history's loop"},
     {"values_of", values_of, METH_O, "ir.Recording.values's loop: weak references dereferenced"},
@@ -3631,7 +4034,7 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     if ((ONE = PyLong_FromLong(1)) == NULL)
         return NULL;
     if (PyType_Ready(&ApiType) < 0 || PyType_Ready(&InitType) < 0 || PyType_Ready(&KeyType) < 0 ||
-            PyType_Ready(&LauncherType) < 0)
+            PyType_Ready(&LauncherType) < 0 || PyType_Ready(&RLockType) < 0)
         return NULL;
     Py_INCREF(&LauncherType);
     if (PyModule_AddObject(m, "Launcher", (PyObject *)&LauncherType) < 0)
@@ -3644,6 +4047,9 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
         return NULL;
     Py_INCREF(&ApiType);
     if (PyModule_AddObject(m, "Api", (PyObject *)&ApiType) < 0)
+        return NULL;
+    Py_INCREF(&RLockType);
+    if (PyModule_AddObject(m, "RLock", (PyObject *)&RLockType) < 0)
         return NULL;
     if (INT0 == NULL || ZERO == NULL || NEG_ZERO == NULL)
         return NULL;

@@ -202,7 +202,8 @@ class FlushProgram(_FlushProgramBase):
     same, the plan. What the key leaves out — buffers, ROI offsets, scalars — is read anew.
     """
     __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "src_fills", "int_fills",
-                 "float_fills", "arg_from", "slabs", "results", "last_fills", "last_tables", "tables")
+                 "float_fills", "arg_from", "slabs", "results", "node_at", "item_at", "last_fills",
+                 "last_tables", "tables")
 
     @classmethod
     def capture(cls, record, launch, kernels, sinks, at):
@@ -269,6 +270,8 @@ class FlushProgram(_FlushProgramBase):
             return None
         prog.binds = _binds(sinks, at, slot_of)
         prog.ops_fused = ops
+        prog.node_at = tuple(npos for npos, _, _ in prog.results)     # (run's gathers)
+        prog.item_at = tuple((s, b) for _, s, b in prog.results)
         return prog if prog.binds is not None else None
 
     def run(self, values, mats):
@@ -277,11 +280,13 @@ class FlushProgram(_FlushProgramBase):
         when a value the launch needs is gone or the backend is another."""
         if STATE.backend is not self.backend:
             return False
+        hot = runtime.HOTPATH
         try:
             fills = self._fills(values)
             arrays = [values[p].buf for p in self.arg_from if p >= 0]
-            nodes = [values[npos] for npos, _, _ in self.results]
-            if None in nodes:
+            nodes = hot.pick(values, self.node_at, False) if hot is not None else \
+                [values[p] for p in self.node_at]
+            if nodes is None or None in nodes:
                 return False
         except AttributeError:           # a value is gone (None): the general path decides
             return False
@@ -301,7 +306,9 @@ class FlushProgram(_FlushProgramBase):
         for p in self.arg_from:
             args.append(next(it) if p >= 0 else slabs[-1 - p][0])
         be.launch_batched(self.compiled, self.n, self.max_h, self.max_w, ti, tf, args, tables=self.tables)
-        return self._finish(nodes, [slabs[s][1][b] for _, s, b in self.results], mats)
+        bufs = hot.pick(slabs, self.item_at, True) if hot is not None else \
+            [slabs[s][1][b] for s, b in self.item_at]
+        return self._finish(nodes, bufs, mats)
 
     def _fills(self, values):
         """What this flush's values put in the tables: ROI offsets, integer and float scalars

@@ -39,12 +39,7 @@ CHECK = MODE == "check"
 
 # The replay's per-call steps (signature, Node, lazy GpuMat) in C when the extension was built
 # (lazycv/_hotpath.c; LAZYCV_HOTPATH=0: the Python ones below). bind() hands it the classes.
-try:
-    if os.environ.get("LAZYCV_HOTPATH", "1").strip() == "0":
-        raise ImportError("LAZYCV_HOTPATH=0")
-    from . import _hotpath
-except ImportError:
-    _hotpath = None
+_hotpath = runtime.NATIVE
 HOT = False             # True once bind() has handed the C functions the classes
 API_TYPE = _hotpath.Api if _hotpath is not None else None   # cv2.cuda functions' C wrapper (ops.common)
 INIT_TYPE = _hotpath.Init if _hotpath is not None else None  # GpuMat.__init__'s C crop (facade.gpumat)

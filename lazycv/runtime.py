@@ -37,13 +37,21 @@ from .plancache import Graph, PlanCache
 # what each counts: docs/observability.md
 STAT_KEYS = ("kernels_launched", "ops_recorded", "ops_fused", "compiles", "disk_cache_hits", "cache_hits",
              "fallbacks", "bytes_h2d", "bytes_d2h", "flushes", "plan_hits", "program_hits")
+# The C hot path where lazycv/_hotpath.c was built (LAZYCV_HOTPATH=0: the same steps in Python)
+try:
+    if os.environ.get("LAZYCV_HOTPATH", "1").strip() == "0":
+        raise ImportError("LAZYCV_HOTPATH=0")
+    from . import _hotpath as NATIVE
+except ImportError:
+    NATIVE = None
 HOTPATH = None        # lazycv._hotpath once recipes.bind() has bound it (its flush loops in C)
 AUTO_FLUSH_OPS = 20000
 
 
 class State:
     def __init__(self):
-        self.lock = threading.RLock()
+        # (the C hot path's own re-entrant lock where it was built: cv2.cuda calls take it in C)
+        self.lock = NATIVE.RLock() if NATIVE is not None else threading.RLock()
         self.enabled = False
         self.backend_name = None
         self.backends = {}                   # device -> the backend's instance (backends.get)
@@ -67,7 +75,7 @@ class State:
         # buffers exported to / owned by foreign code, by id; weak values, so a recycled id of a
         # dead buffer never makes an unrelated one look shared
         self.shared_bufs = weakref.WeakValueDictionary()
-        self.any_shared = False              # cheap test before looking in shared_bufs
+        self._shared = array.array("q", [0])  # any_shared (lazycv/_hotpath.c reads it in place)
         self.capture = None                  # a list while a batch program is captured (capturing)
         # streams of other code (wrapStream) that calls named since the last flush, by id:
         # each waits for the flush's launches (foreign_stream_call)
@@ -81,6 +89,16 @@ class State:
     @since_flush.setter
     def since_flush(self, n):
         self._since[0] = n
+
+    @property
+    def any_shared(self):
+        """True once any memory was shared with foreign code: a cheap test before looking in
+        shared_bufs."""
+        return bool(self._shared[0])
+
+    @any_shared.setter
+    def any_shared(self, yes):
+        self._shared[0] = bool(yes)
 
     @property
     def backend(self):

@@ -303,6 +303,41 @@ def test_lazy_flushes_past_the_auto_flush_limit(monkeypatch):
     assert flushes == [1]
 
 
+def test_a_replayed_call_reads_the_settings_as_they_are_now(monkeypatch):
+    """The C replay keeps what it reads of the modules (recipes.ENABLED and CHECK,
+    runtime.AUTO_FLUSH_OPS, streams.RECORD_ON, STATE.any_shared) until one of their dicts
+    changes: a setting changed between two replayed calls applies to the second."""
+    if recipes._hotpath is None:
+        pytest.skip("LAZYCV_HOTPATH=0: recipes are replayed in Python")
+    a = upload(np.zeros((3, 4), np.uint8))
+    for _ in range(4):                                   # (noted, captured, replayed)
+        cv2.cuda.add(a, 1)
+
+    def replayed():
+        before = hot.recipe_hits()
+        r = cv2.cuda.add(a, 1)
+        return r, sum(hot.recipe_hits().values()) - sum(before.values())
+    assert replayed()[1] == 1
+    monkeypatch.setattr(recipes, "CHECK", True)          # checked in Python: not replayed in C
+    assert replayed()[1] == 0
+    monkeypatch.setattr(recipes, "CHECK", False)
+    monkeypatch.setattr(recipes, "ENABLED", False)
+    assert replayed()[1] == 0
+    monkeypatch.setattr(recipes, "ENABLED", True)
+    assert replayed()[1] == 1
+    flushes = lazycv.stats()["flushes"]
+    monkeypatch.setattr(runtime, "AUTO_FLUSH_OPS", 0)    # each call flushes
+    r, n = replayed()
+    assert n == 1 and lazycv.stats()["flushes"] > flushes and r._node is None
+    monkeypatch.setattr(runtime, "AUTO_FLUSH_OPS", 20000)
+    s = cv2.cuda.Stream()
+    with streams.on_stream(s):
+        r, n = replayed()
+    assert n == 1 and r._stream is s
+    assert replayed()[0]._stream is None
+    np.testing.assert_array_equal(r.download(), np.ones((3, 4), np.uint8))
+
+
 def test_bad_arguments_raise_instead_of_crashing():
     with pytest.raises(TypeError):
         hot.node(None, [1], (), (), 1, 1, 0, 1)          # inputs must be a tuple

@@ -2,11 +2,14 @@
 flushes, so threads running their own pipelines are not planned and compiled as one mixed
 batch — while the memory-order rules still hold across threads (a result another thread reads,
 or memory another thread overwrites, is computed first)."""
+import signal
 import threading
+import time
 import warnings
 
 import cv2
 import numpy as np
+import pytest
 
 import lazycv
 from lazycv import runtime
@@ -141,3 +144,83 @@ def test_threads_with_nothing_pending_leave_no_state_behind(rng):
         _in_thread(lambda: cv2.cuda.add(g, 1).download())
     runtime.live_pending()
     assert len(runtime.STATE.threads) <= 2
+
+
+def test_the_runtime_lock_excludes_other_threads_and_re_enters():
+    """STATE.lock (the C hot path's RLock where it was built, else threading.RLock) behaves as
+    threading.RLock: the owner re-enters it, another thread waits or times out, a release by a
+    thread that does not hold it is an error, and a cv2.cuda call from another thread waits
+    until the holder lets go."""
+    lock = runtime.STATE.lock
+    held, go, seen = threading.Event(), threading.Event(), {}
+
+    def holder():
+        with lock:
+            with lock:                                   # re-entered
+                held.set()
+                go.wait(5)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    assert held.wait(5)
+    try:
+        assert lock.acquire(blocking=False) is False
+        t0 = time.perf_counter()
+        assert lock.acquire(timeout=0.05) is False
+        assert time.perf_counter() - t0 >= 0.04
+        with pytest.raises(RuntimeError):
+            lock.release()
+
+        def caller():
+            g = cv2.cuda_GpuMat(4, 5, cv2.CV_8UC1, 3)
+            seen["value"] = cv2.cuda.add(g, 1).download()[0, 0]
+        c = threading.Thread(target=caller)
+        c.start()
+        c.join(0.2)
+        assert c.is_alive()                              # waits for the holder
+    finally:
+        go.set()
+        t.join(5)
+    c.join(5)
+    assert seen["value"] == 4
+    assert lock.acquire() is True
+    assert lock.acquire() is True
+    lock.release()
+    lock.release()
+    with pytest.raises(RuntimeError):
+        lock.release()
+    with pytest.raises(ValueError):
+        lock.acquire(blocking=False, timeout=1)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs POSIX interval timers")
+def test_a_signal_handler_that_raises_ends_a_wait_for_the_runtime_lock():
+    """Ctrl-C while a thread waits for the lock reaches it (the wait is interruptible)."""
+    lock = runtime.STATE.lock
+    held, go = threading.Event(), threading.Event()
+
+    class Alarm(Exception):
+        pass
+
+    def holder():
+        with lock:
+            held.set()
+            go.wait(5)
+
+    def on_alarm(signum, frame):
+        raise Alarm
+
+    t = threading.Thread(target=holder)
+    t.start()
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        assert held.wait(5)
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        with pytest.raises(Alarm):
+            lock.acquire()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        go.set()
+        t.join(5)
+    assert not lock._is_owned()
