@@ -3,7 +3,8 @@ many fresh processes, alternating the lazycv trees given, and prints per process
 and min (ms, ``w1.wall_time``: 5 frames + a sync a sample), the frame split into recording and
 materialize (p50), a fixed pure-Python workload's time (is the whole process slow, or lazycv?),
 the CPUs the process ran on, its thread count and the cyclic GC's collections.
-``--stub-launch`` (CPU backend): the batched launch does nothing after the warm-up, so the host's
+``--eager`` also times the loop op by op (fuse=False) in the same process, after the fused
+loop: the ratio of the two in one process's state. ``--stub-launch`` (CPU backend): the batched launch does nothing after the warm-up, so the host's
 work is timed alone (the CPU kernel would otherwise be most of a frame); results are then wrong.
 
     python bench/w3_spread.py --trees .snap_old,.snap --procs 8 [--torch]
@@ -35,7 +36,7 @@ def _python_work():
     return (time.perf_counter() - t0) * 1e3
 
 
-def child(repeats, with_torch, stub_launch):
+def child(repeats, with_torch, stub_launch, with_eager=False):
     import gc
     import numpy as np
     if with_torch:
@@ -79,12 +80,19 @@ def child(repeats, with_torch, stub_launch):
         samples.append(w1.wall_time(fn, 1, 5, warm_s=0.0)["median_ms"])
     cpus.add(_cpu_now())
     phases = common.host_phases(calls, 200, w1.sync, ["record", "materialize", "release"], "ms")
+    eager = None
+    if with_eager:                                       # the same loop op by op, this process
+        lazycv.enable(fuse=False)
+        for _ in range(3):
+            fn()
+        w1.sync()
+        eager = float(np.median([w1.wall_time(fn, 1, 2, warm_s=0.0)["median_ms"] for _ in range(5)]))
     hot = getattr(lazycv.recipes._hotpath, "recipe_hits", None)   # (a tree before stop 30 has none)
     print(json.dumps({"median_ms": float(np.median(samples)), "min_ms": float(np.min(samples)),
                       "max_ms": float(np.max(samples)), "python_ms": float(np.median(py_ms)),
                       "cpus": sorted(cpus), "threads": len(os.listdir("/proc/self/task")),
                       "gc": counts, "phases": phases,
-                      "recipe_hits": hot() if hot is not None else None,
+                      "recipe_hits": hot() if hot is not None else None, "eager_ms": eager,
                       "affinity": len(os.sched_getaffinity(0))}))
 
 
@@ -95,10 +103,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--torch", action="store_true", help="import torch in each process, as w34.py does")
     ap.add_argument("--stub-launch", action="store_true", help="CPU backend: time the host's work alone")
+    ap.add_argument("--eager", action="store_true", help="also the loop op by op (fuse=False) in each process")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        return child(args.repeats, args.torch, args.stub_launch)
+        return child(args.repeats, args.torch, args.stub_launch, args.eager)
     trees = args.trees.split(",")
     rows = []
     print(f"{'tree':12} {'median':>7} {'min':>7} {'max':>7} {'py ms':>6} {'thr':>4} {'gc 0/1/2':>10}  cpus")
@@ -107,7 +116,7 @@ def main():
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(
                 p for p in (os.environ.get("PYTHONPATH", "").split(os.pathsep)[:1] + [str(Path(tree).resolve())]) if p))
             cmd = [sys.executable, str(HERE / "w3_spread.py"), "--child", "--repeats", str(args.repeats)]
-            cmd += ["--torch"] * args.torch + ["--stub-launch"] * args.stub_launch
+            cmd += ["--torch"] * args.torch + ["--stub-launch"] * args.stub_launch + ["--eager"] * args.eager
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
             try:
                 r = json.loads(p.stdout.strip().splitlines()[-1])
@@ -119,6 +128,8 @@ def main():
             print(f"{tree:12} {r['median_ms']:7.3f} {r['min_ms']:7.3f} {r['max_ms']:7.3f} {r['python_ms']:6.2f} "
                   f"{r['threads']:4d} {'/'.join(map(str, r['gc'])):>10}  {r['cpus']}")
             print(f"{'':12} {r['phases']}")
+            if r.get("eager_ms"):
+                print(f"{'':12} eager (fuse=False) {r['eager_ms']:.3f} ms: fused {r['eager_ms'] / r['median_ms']:.1f}x")
     import common
     print(f"wrote {common.write_json('w3_spread.json', {'device': common.device_info(), 'rows': rows})}")
 
