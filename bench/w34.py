@@ -49,6 +49,12 @@ def w3_calls(g, rois):
     return outs
 
 
+def w3_inputs(seed=3):
+    """A 4K frame and W3's 50 crops of it (w3_spread.py and w3_instructions.py's inputs)."""
+    frame = np.random.default_rng(seed).integers(0, 256, (2160, 3840, 3), np.uint8)
+    return frame, rois_for(50, 2160, 3840)
+
+
 def w3_lazycv(frame, rois, fuse):
     import cv2
     import lazycv

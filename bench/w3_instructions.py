@@ -28,18 +28,8 @@ def child(n, flag):
     """Warm up, say so (flag.ready), run ``n`` frames once told (flag.go), say so (flag.done)
     and wait to be let go (flag.end): the parent switches the instrumentation around the frames."""
     sys.path.insert(0, str(HERE))
-    import numpy as np
-    import cv2
-    import lazycv
     import w34
-    frame = np.random.default_rng(3).integers(0, 256, (2160, 3840, 3), np.uint8)
-    rois = w34.rois_for(50, 2160, 3840)
-    lazycv.enable(fuse=True)
-    g = cv2.cuda_GpuMat()
-    g.upload(frame)
-
-    def fn():
-        lazycv.materialize(*[p for o in w34.w3_calls(g, rois) for p in o])
+    fn = w34.w3_lazycv(*w34.w3_inputs(), fuse=True)
     for _ in range(5):
         fn()
     from lazycv.backends import cpu

@@ -45,8 +45,7 @@ def child(repeats, with_torch, stub_launch, with_eager=False):
     import common
     import w1
     import w34
-    frame = np.random.default_rng(3).integers(0, 256, (2160, 3840, 3), np.uint8)
-    rois = w34.rois_for(50, 2160, 3840)
+    frame, rois = w34.w3_inputs()
     import cv2
     import lazycv
     lazycv.enable(fuse=True)
