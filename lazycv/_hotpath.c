@@ -956,9 +956,11 @@ static uint64_t SETTINGS_TAGS[4];
 static int watch_settings(PyObject *dict) {
     SETTINGS.valid = 0;
 #if PY_VERSION_HEX >= 0x030C0000
-    if (WATCHER < 0 && (WATCHER = PyDict_AddWatcher(settings_changed)) < 0)
-        return -1;
-    return PyDict_Watch(WATCHER, dict);
+    if (WATCHER == -1 && (WATCHER = PyDict_AddWatcher(settings_changed)) < 0) {
+        PyErr_Clear();                                    /* (all watchers taken: read every call) */
+        WATCHER = -2;
+    }
+    return WATCHER < 0 ? 0 : PyDict_Watch(WATCHER, dict);
 #else
     return 0;
 #endif
@@ -992,6 +994,9 @@ static Settings *settings(void) {
     }
     Py_INCREF(now.record_on);
     PyObject *was = SETTINGS.record_on;
+#if PY_VERSION_HEX >= 0x030C0000
+    now.valid = WATCHER >= 0;                             /* (no watcher: read again next call) */
+#endif
     SETTINGS = now;
 #if PY_VERSION_HEX < 0x030C0000
     for (int i = 0; i < 4; i++)
