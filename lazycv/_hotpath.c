@@ -966,6 +966,18 @@ static int watch_settings(PyObject *dict) {
 #endif
 }
 
+/* runtime.AUTO_FLUSH_OPS into ``*lim``: 0, or -1 an error */
+static int auto_flush_ops(long *lim) {
+    PyObject *limit = PyDict_GetItemWithError(runtime_dict, s_AUTO_FLUSH_OPS);
+    if (limit == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "runtime.AUTO_FLUSH_OPS is missing");
+        return -1;
+    }
+    *lim = PyLong_AsLong(limit);
+    return *lim == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static Settings *settings(void) {
 #if PY_VERSION_HEX < 0x030C0000
     PyObject *const dicts[4] = {recipes_dict, ir_dict, streams_dict, runtime_dict};
@@ -976,16 +988,8 @@ static Settings *settings(void) {
     if (SETTINGS.valid)
         return &SETTINGS;
     Settings now = {1};
-    PyObject *limit = PyDict_GetItemWithError(runtime_dict, s_AUTO_FLUSH_OPS);
     if ((now.enabled = flag(recipes_dict, s_ENABLED)) < 0 || (now.check = flag(recipes_dict, s_CHECK)) < 0 ||
-            (now.multi = flag(ir_dict, s_MULTI_DEVICE)) < 0)
-        return NULL;
-    if (limit == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "runtime.AUTO_FLUSH_OPS is missing");
-        return NULL;
-    }
-    if ((now.auto_flush = PyLong_AsLong(limit)) == -1 && PyErr_Occurred())
+            (now.multi = flag(ir_dict, s_MULTI_DEVICE)) < 0 || auto_flush_ops(&now.auto_flush) < 0)
         return NULL;
     if ((now.record_on = PyDict_GetItemWithError(streams_dict, s_RECORD_ON)) == NULL) {
         if (!PyErr_Occurred())
@@ -1204,18 +1208,6 @@ static PyObject *thread_pending(void) {
 }
 
 /* ------------------------------------------------------------------ lazy */
-/* runtime.AUTO_FLUSH_OPS into ``*lim``: 0, or -1 an error */
-static int auto_flush_ops(long *lim) {
-    PyObject *limit = PyDict_GetItemWithError(runtime_dict, s_AUTO_FLUSH_OPS);
-    if (limit == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "runtime.AUTO_FLUSH_OPS is missing");
-        return -1;
-    }
-    *lim = PyLong_AsLong(limit);
-    return *lim == -1 && PyErr_Occurred() ? -1 : 0;
-}
-
 static PyObject *lazy_of(PyTypeObject *cls, PyObject *nd, long lim);
 
 static PyObject *lazy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
@@ -1428,6 +1420,7 @@ static PyObject *hot_call(PyObject *mod, PyObject *fn, PyObject *pos, PyObject *
     if (now == NULL)
         return NULL;
     int any_shared = *SHARED != 0;                          /* (STATE.any_shared) */
+    int multi = now->multi;
     if (!now->enabled || now->check)
         goto miss;
     Memo *memo = memo_of(fn);
@@ -1577,9 +1570,6 @@ replay:
             goto done;
     }
     PyObject *nodes = SLOT(recipe, P_nodes), *func = SLOT(recipe, P_func);
-    if ((now = settings()) == NULL)
-        goto done;
-    int multi = now->multi;
     Py_ssize_t nn = PyTuple_GET_SIZE(nodes), nv = PyTuple_GET_SIZE(values);
     if (nn > 16 && (made = PyMem_Malloc(nn * sizeof(PyObject *))) == NULL) {
         made = made_here;
@@ -1628,7 +1618,7 @@ replay:
             goto done;
         made[nmade++] = nd;
     }
-    if ((now = settings()) == NULL)
+    if ((now = settings()) == NULL)              /* (again: making the nodes may run Python) */
         goto done;
     PyObject *record_on = now->record_on;
     long lim = now->auto_flush;
@@ -3253,7 +3243,8 @@ static PyObject *pending_of(PyObject *mod, PyObject *mats) {
     PyObject *out = PyList_New(0);
     if (out == NULL)
         return NULL;
-    Py_ssize_t guess = PyList_Check(mats) ? PyList_GET_SIZE(mats) : PyTuple_Check(mats) ? PyTuple_GET_SIZE(mats) : 16;
+    Py_ssize_t guess = PyList_Check(mats) ? PyList_GET_SIZE(mats) :
+                       PyTuple_Check(mats) ? PyTuple_GET_SIZE(mats) : 16;
     if (ptrset_init(&seen, guess) < 0) {
         Py_DECREF(out);
         return NULL;

@@ -17,6 +17,7 @@ its result equals that code's. A batch is recorded item by item and then compute
 Any callable ``GpuMat -> GpuMat`` is a step too (a ``lazycv.op``, a lambda calling cv2.cuda);
 a pipeline without ``write()`` returns lazy GpuMats that fuse with whatever the caller does next.
 """
+import functools
 import numbers
 
 import cv2
@@ -32,16 +33,12 @@ __all__ = ["compose", "Pipeline", "Step", "read", "crop", "resize", "cvt_color",
            "to_planar", "write", "Call"]
 
 
-_GPUMAT = []
-
-
+@functools.cache
 def _gpumat():
     """The façade's GpuMat class, imported on first use (lazycv imports this module before the
     façade) and kept: an import statement costs a microsecond or two every time it runs."""
-    if not _GPUMAT:
-        from .facade.gpumat import GpuMat
-        _GPUMAT.append(GpuMat)
-    return _GPUMAT[0]
+    from .facade.gpumat import GpuMat
+    return GpuMat
 
 
 def _fmt(v):

@@ -202,8 +202,8 @@ class FlushProgram(_FlushProgramBase):
     same, the plan. What the key leaves out — buffers, ROI offsets, scalars — is read anew.
     """
     __slots__ = ("compiled", "n", "max_h", "max_w", "ti", "tf", "src_fills", "int_fills",
-                 "float_fills", "arg_from", "slabs", "results", "node_at", "item_at", "last_fills",
-                 "last_tables", "tables")
+                 "float_fills", "arg_from", "slabs", "node_at", "item_at", "last_fills", "last_tables",
+                 "tables")
 
     @classmethod
     def capture(cls, record, launch, kernels, sinks, at):
@@ -222,8 +222,10 @@ class FlushProgram(_FlushProgramBase):
         prog.ti, prog.tf = record.ti.copy(), record.tf.copy()
         prog.last_fills = prog.last_tables = prog.tables = None
         prog.src_fills, prog.int_fills, prog.float_fills = [], [], []
-        prog.arg_from, prog.slabs, prog.results = [], [], []
-        slot_of = {}                       # id(an item's output buffer) -> index in results
+        prog.arg_from, prog.slabs = [], []
+        # each result: its node's position and its buffer's (slab, item), in run's gathers
+        node_at, item_at = [], []
+        slot_of = {}                       # id(an item's output buffer) -> index in those
         slab_ids = {id(s): k for k, s in enumerate(record.slabs)}
         args = iter(record.args)
         b0 = 0
@@ -261,8 +263,9 @@ class FlushProgram(_FlushProgramBase):
                     return None
                 for oi, npos in enumerate(outs):
                     s = len(prog.slabs) - len(item_bufs) + oi
-                    prog.results.append((npos, s, local))
-                    slot_of[id(item_bufs[oi][local])] = len(prog.results) - 1
+                    slot_of[id(item_bufs[oi][local])] = len(node_at)
+                    node_at.append(npos)
+                    item_at.append((s, local))
                 if len(k.nodes) > 1:
                     ops += fused_ops(k, seen)
             b0 = b1
@@ -270,8 +273,7 @@ class FlushProgram(_FlushProgramBase):
             return None
         prog.binds = _binds(sinks, at, slot_of)
         prog.ops_fused = ops
-        prog.node_at = tuple(npos for npos, _, _ in prog.results)     # (run's gathers)
-        prog.item_at = tuple((s, b) for _, s, b in prog.results)
+        prog.node_at, prog.item_at = tuple(node_at), tuple(item_at)
         return prog if prog.binds is not None else None
 
     def run(self, values, mats):
@@ -284,9 +286,12 @@ class FlushProgram(_FlushProgramBase):
         try:
             fills = self._fills(values)
             arrays = [values[p].buf for p in self.arg_from if p >= 0]
-            nodes = hot.pick(values, self.node_at, False) if hot is not None else \
-                [values[p] for p in self.node_at]
-            if nodes is None or None in nodes:
+            if hot is not None:
+                nodes = hot.pick(values, self.node_at, False)        # (None where one is gone)
+            else:
+                nodes = [values[p] for p in self.node_at]
+                nodes = None if None in nodes else nodes
+            if nodes is None:
                 return False
         except AttributeError:           # a value is gone (None): the general path decides
             return False
